@@ -1,0 +1,146 @@
+"""The HTTP API (``/api/v1``), ``/healthz`` and ``/metrics``: a FastAPI app that Reflex mounts with
+``api_transformer`` so that console and API share one port (DESIGN.md §6)."""
+
+
+from typing import Annotated, Callable
+
+from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy import text
+
+from crater_app.api import errors
+from crater_app.api.body import decode_body
+from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.policy import Actor
+from crater_app.services import jobs, nodes, users
+from crater_app.services.context import ServiceContext
+
+API_PREFIX = "/api/v1"
+
+
+def _dump(model) -> dict:
+    return model.model_dump(mode="json")
+
+
+def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastAPI:
+    """Build the API app. ``ctx_provider`` returns the :class:`ServiceContext` (default: the process one)."""
+    if ctx_provider is None:
+        from crater_app.bootstrap import get_context
+
+        ctx_provider = get_context
+    app = FastAPI(
+        title="Crater API", version="1", openapi_url=f"{API_PREFIX}/openapi.json", docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    errors.install(app)
+
+    def ctx() -> ServiceContext:
+        return ctx_provider()
+
+    Ctx = Annotated[ServiceContext, Depends(ctx)]
+
+    def actor(request: Request, c: Ctx) -> Actor:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        return users.authenticate(c, token.strip() if scheme.lower() == "bearer" else None)
+
+    Me = Annotated[Actor, Depends(actor)]
+
+    @app.get("/healthz", tags=["health"])
+    def healthz(c: Ctx) -> dict:
+        """Liveness and readiness: the database answers and the backend lists its nodes."""
+        with c.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return {"status": "ok", "backend": c.backend.name, "nodes": len(c.backend.inventory())}
+
+    @app.post(f"{API_PREFIX}/auth/token", tags=["auth"], response_model=TokenPublic)
+    async def token(request: Request, c: Ctx) -> JSONResponse:
+        """Exchange ``{"username", "password"}`` for a bearer token."""
+        body = await decode_body(request)
+        if not isinstance(body, dict):
+            raise InvalidInput("body must be an object with username and password")
+        unknown = set(body) - {"username", "password"}
+        if unknown:
+            field = sorted(unknown)[0]
+            raise InvalidInput(f"unknown field '{field}'", field)
+        result = await run_in_threadpool(users.login, c, body.get("username"), body.get("password"))
+        return JSONResponse(_dump(result))
+
+    @app.get(f"{API_PREFIX}/me", tags=["auth"], response_model=UserPublic)
+    def get_me(c: Ctx, a: Me) -> JSONResponse:
+        """The signed-in user."""
+        return JSONResponse(_dump(users.me(c, a)))
+
+    @app.post(f"{API_PREFIX}/users", tags=["users"], status_code=201, response_model=UserPublic)
+    async def create_user(request: Request, c: Ctx, a: Me) -> JSONResponse:
+        """Create a user (platform admins): ``{"username", "password", "role"?, "display_name"?, "email"?}``."""
+        body = await decode_body(request)
+        if not isinstance(body, dict):
+            raise InvalidInput("body must be an object")
+        allowed = {"username", "password", "role", "display_name", "email"}
+        unknown = set(body) - allowed
+        if unknown:
+            field = sorted(unknown)[0]
+            raise InvalidInput(f"unknown field '{field}'", field)
+        user = await run_in_threadpool(
+            users.create_user, c, a, body.get("username"), body.get("password"), body.get("role", "user"),
+            body.get("display_name", ""), body.get("email", ""),
+        )
+        return JSONResponse(_dump(user), status_code=201)
+
+    @app.get(f"{API_PREFIX}/users", tags=["users"], response_model=list[UserPublic])
+    def list_users(c: Ctx, a: Me) -> JSONResponse:
+        """All users (platform admins)."""
+        return JSONResponse([_dump(u) for u in users.list_users(c, a)])
+
+    @app.post(f"{API_PREFIX}/jobs", tags=["jobs"], status_code=201, response_model=JobPublic)
+    async def submit(request: Request, c: Ctx, a: Me) -> JSONResponse:
+        """Submit a job spec (JSON, or YAML with ``Content-Type: application/yaml``)."""
+        body = await decode_body(request)
+        job = await run_in_threadpool(jobs.submit_job, c, a, body)
+        return JSONResponse(_dump(job), status_code=201)
+
+    @app.get(f"{API_PREFIX}/jobs", tags=["jobs"], response_model=JobPage)
+    def list_jobs(
+        c: Ctx, a: Me, phase: str | None = None, q: str | None = None,
+        page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+        page_size: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE_SIZE)] = 20,
+    ) -> JSONResponse:
+        """Jobs visible to the caller, newest first: ``{"items", "total", "page", "page_size"}``."""
+        return JSONResponse(_dump(jobs.list_jobs(c, a, phase=phase, q=q, page=page, page_size=page_size)))
+
+    @app.get(f"{API_PREFIX}/jobs/{{job_id}}", tags=["jobs"], response_model=JobPublic)
+    def get_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:
+        """One job."""
+        return JSONResponse(_dump(jobs.get_job(c, a, job_id)))
+
+    @app.delete(f"{API_PREFIX}/jobs/{{job_id}}", tags=["jobs"], response_model=JobPublic)
+    def cancel_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:
+        """Cancel a job (SIGTERM, SIGKILL after the grace period)."""
+        return JSONResponse(_dump(jobs.cancel_job(c, a, job_id)))
+
+    @app.post(f"{API_PREFIX}/jobs/{{job_id}}/resubmit", tags=["jobs"], status_code=201, response_model=JobPublic)
+    def resubmit_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:
+        """Submit a copy of the job as a new job."""
+        return JSONResponse(_dump(jobs.resubmit_job(c, a, job_id)), status_code=201)
+
+    @app.get(f"{API_PREFIX}/jobs/{{job_id}}/logs", tags=["jobs"], response_class=PlainTextResponse)
+    def job_logs(
+        job_id: int, c: Ctx, a: Me, tail_bytes: Annotated[int, Query(ge=1, le=jobs.MAX_LOG_TAIL_BYTES)] = 65536
+    ) -> Response:
+        """The last ``tail_bytes`` of the job's stdout+stderr, as text."""
+        return PlainTextResponse(jobs.job_logs(c, a, job_id, tail_bytes))
+
+    @app.get(f"{API_PREFIX}/jobs/{{job_id}}/events", tags=["jobs"], response_model=list[JobEventPublic])
+    def job_events(job_id: int, c: Ctx, a: Me) -> JSONResponse:
+        """The job's events, oldest first."""
+        return JSONResponse([_dump(e) for e in jobs.job_events(c, a, job_id)])
+
+    @app.get(f"{API_PREFIX}/nodes", tags=["nodes"], response_model=list[NodePublic])
+    def list_nodes(c: Ctx, a: Me) -> JSONResponse:
+        """Nodes with capacity and each device's holder."""
+        return JSONResponse([_dump(n) for n in nodes.list_nodes(c, a)])
+
+    return app

@@ -1,0 +1,49 @@
+"""Composition root for services: builds the engine, the configured cluster backend and the context.
+
+Only this module (and the app/API entry points) names a concrete backend.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from crater_app.cluster.base import ClusterBackend
+from crater_app.db.engine import make_engine
+from crater_app.db.migrate import upgrade
+from crater_app.services.context import ServiceContext
+from crater_app.settings import Settings, get_settings
+
+_lock = threading.Lock()
+_ctx: ServiceContext | None = None
+
+
+def make_backend(settings: Settings) -> ClusterBackend:
+    """The backend named by ``CRATER_BACKEND`` (only ``local`` for now).
+
+    Raises:
+        ValueError: an unknown backend name.
+    """
+    if settings.backend == "local":
+        from crater_app.cluster.local import LocalBackend
+
+        return LocalBackend(settings.data_dir, settings.local_gpus, settings.cancel_grace_s)
+    raise ValueError(f"CRATER_BACKEND must be 'local' (got {settings.backend!r})")
+
+
+def build_context(settings: Settings | None = None, migrate: bool = True) -> ServiceContext:
+    """A fresh :class:`ServiceContext` for ``settings`` (migrating the database first when ``migrate``)."""
+    settings = settings or get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    url = settings.resolved_database_url
+    if migrate:
+        upgrade(url)
+    return ServiceContext(engine=make_engine(url), backend=make_backend(settings), settings=settings)
+
+
+def get_context() -> ServiceContext:
+    """The process-wide context, built on first use from :func:`get_settings`."""
+    global _ctx
+    with _lock:
+        if _ctx is None:
+            _ctx = build_context()
+        return _ctx

@@ -1,0 +1,110 @@
+"""The boundary between Crater's services and whatever runs workloads (``ClusterBackend``) and its records.
+
+Backends: ``local`` (processes on this machine, :mod:`crater_app.cluster.local`) and, later, Kubernetes +
+Volcano. A contract test suite (``tests/service/test_backend_contract.py``) runs against every implementation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from crater_app.domain.resources import ResourceList
+
+
+@dataclass(frozen=True)
+class Device:
+    """One accelerator: ``index`` on its node, ``resource`` name (``nvidia.com/gpu``), ``model``,
+    ``memory_bytes``, ``uuid`` (NVML UUID or ``virtual-<n>``), ``virtual`` (declared, not discovered)."""
+
+    index: int
+    resource: str
+    model: str
+    memory_bytes: int
+    uuid: str
+    virtual: bool = False
+
+
+@dataclass(frozen=True)
+class NodeInventory:
+    """A node's capacity: ``cpu_m`` millicores, ``memory_bytes`` bytes, ``devices``; ``source`` says where
+    the devices came from (``nvml``, ``CRATER_LOCAL_GPUS``, ``none``); ``allocations`` maps device index to
+    the workload uid holding it."""
+
+    name: str
+    cpu_m: int
+    memory_bytes: int
+    devices: tuple[Device, ...]
+    source: str
+    allocations: dict[int, str] = field(default_factory=dict)
+    cpu_m_allocated: int = 0
+    memory_bytes_allocated: int = 0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What services ask a backend to run. ``uid`` is the idempotency key; ``command`` an argv list;
+    ``max_runtime_s`` seconds or ``None``; ``created_at`` UTC (orders the queue after ``priority``)."""
+
+    uid: str
+    name: str
+    project: str
+    user: str
+    image: str
+    command: tuple[str, ...]
+    env: dict[str, str]
+    working_dir: str | None
+    resources: ResourceList
+    accelerator_model: str | None
+    max_runtime_s: int | None
+    priority: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class WorkloadStatus:
+    """Backend view of a workload. ``state`` is a backend word: ``Pending``, ``Running``, ``Succeeded``,
+    ``Failed``, ``Cancelled`` (others pass through verbatim); ``reason`` CamelCase, ``message`` a sentence;
+    ``devices`` assigned indices; ``rev`` increases with every change (a watch cursor)."""
+
+    uid: str
+    state: str
+    reason: str
+    message: str
+    exit_code: int | None
+    devices: tuple[int, ...]
+    started_at: datetime | None
+    finished_at: datetime | None
+    rev: int
+
+
+@runtime_checkable
+class ClusterBackend(Protocol):
+    """What services need from a cluster. All methods are synchronous and thread-safe."""
+
+    name: str
+
+    def inventory(self) -> list[NodeInventory]:
+        """Nodes with capacity and current device allocations."""
+
+    def create(self, workload: Workload) -> None:
+        """Submit ``workload``; a second call with the same uid is a no-op (idempotent)."""
+
+    def cancel(self, uid: str, reason: str) -> None:
+        """Stop the workload (graceful, then forced); unknown uids raise ``KeyError``."""
+
+    def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
+        """Statuses whose ``rev`` is greater than ``since_rev``, oldest change first (a watch)."""
+
+    def status(self, uid: str) -> WorkloadStatus | None:
+        """Current status of one workload, or ``None`` if the backend does not know it."""
+
+    def read_logs(self, uid: str, tail_bytes: int = 65536) -> str:
+        """The last ``tail_bytes`` of the workload's combined stdout/stderr ("" when none yet)."""
+
+    def tick(self) -> None:
+        """Do one round of the backend's own work (placement, deadlines, exits). Leader only."""
+
+    def adopt(self) -> None:
+        """After a restart: re-adopt running workloads or mark them Failed with the reason. Leader only."""

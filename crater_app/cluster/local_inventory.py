@@ -1,0 +1,91 @@
+"""Inventory of this machine: CPU and memory from psutil, NVIDIA GPUs from NVML (``nvidia-ml-py``),
+or virtual devices declared by ``CRATER_LOCAL_GPUS`` (``"4"`` or ``"4:NVIDIA-A100-SXM4-80GB"``)."""
+
+from __future__ import annotations
+
+import socket
+
+import psutil
+
+from crater_app.cluster.base import Device
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.resources import NVIDIA_GPU
+
+DEFAULT_VIRTUAL_MODEL = "Virtual-GPU"
+MAX_VIRTUAL_GPUS = 64
+
+
+def parse_local_gpus(value: str) -> tuple[int, str]:
+    """Parse ``CRATER_LOCAL_GPUS``: ``"N"`` or ``"N:MODEL"`` -> ``(N, MODEL)``; ``""`` -> ``(0, default)``.
+
+    Raises:
+        InvalidInput: N not a whole number in 0..64, or an empty/oversized model name.
+    """
+    text = (value or "").strip()
+    if not text:
+        return 0, DEFAULT_VIRTUAL_MODEL
+    count_text, _, model = text.partition(":")
+    if not count_text.strip().isdigit() or int(count_text) > MAX_VIRTUAL_GPUS:
+        raise InvalidInput(
+            f"CRATER_LOCAL_GPUS must be N or N:MODEL with N a whole number from 0 to {MAX_VIRTUAL_GPUS} (got {text!r})",
+            "CRATER_LOCAL_GPUS",
+        )
+    model = model.strip() or DEFAULT_VIRTUAL_MODEL
+    if len(model) > 128:
+        raise InvalidInput("CRATER_LOCAL_GPUS model name is limited to 128 characters", "CRATER_LOCAL_GPUS")
+    return int(count_text), model
+
+
+def nvml_devices() -> list[Device]:
+    """NVIDIA devices reported by NVML, in NVML index order; ``[]`` when no driver or no device."""
+    try:
+        import pynvml
+    except ImportError:  # pragma: no cover - nvidia-ml-py is a dependency
+        return []
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return []
+    try:
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(handle)
+            name = name.decode() if isinstance(name, bytes) else name
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+            memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+            # Same normalisation as NVIDIA GPU feature discovery's nvidia.com/gpu.product label.
+            model = name.replace(" ", "-")
+            out.append(Device(index=i, resource=NVIDIA_GPU, model=model, memory_bytes=memory, uuid=uuid))
+        return out
+    except pynvml.NVMLError:
+        return []
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:  # pragma: no cover
+            pass
+
+
+def discover(local_gpus: str) -> tuple[list[Device], str]:
+    """Devices of this machine and where they came from: NVML wins; else ``CRATER_LOCAL_GPUS``; else none.
+
+    Returns:
+        ``(devices, source)`` with source ``"nvml"``, ``"CRATER_LOCAL_GPUS"`` or ``"none"``.
+    """
+    real = nvml_devices()
+    if real:
+        return real, "nvml"
+    count, model = parse_local_gpus(local_gpus)
+    if count:
+        return [
+            Device(index=i, resource=NVIDIA_GPU, model=model, memory_bytes=0, uuid=f"virtual-{i}", virtual=True)
+            for i in range(count)
+        ], "CRATER_LOCAL_GPUS"
+    return [], "none"
+
+
+def host_capacity() -> tuple[str, int, int]:
+    """``(hostname, cpu millicores, memory bytes)`` of this machine."""
+    return socket.gethostname(), (psutil.cpu_count() or 1) * 1000, int(psutil.virtual_memory().total)

@@ -1,0 +1,16 @@
+"""Reflex entry point: one ASGI app serving the console, the websocket and the REST API on one port."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.api.app import build_api
+from crater_app.tasks import leader_loop
+from crater_app.ui import pages
+
+app = rx.App(
+    api_transformer=build_api(),
+    theme=rx.theme(accent_color="indigo", radius="medium"),
+)
+pages.register(app)
+app.register_lifespan_task(leader_loop)

@@ -1,0 +1,107 @@
+"""Public (read) schemas returned by services: frozen pydantic models, safe to pickle into UI state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Public(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class UserPublic(_Public):
+    """A user as others see it (no password hash)."""
+
+    id: int
+    username: str
+    display_name: str
+    email: str
+    role: str
+    status: str
+    default_project: str | None
+    created_at: datetime
+
+
+class TokenPublic(_Public):
+    """``POST /auth/token`` answer: the secret (shown once), its type and expiry (UTC)."""
+
+    access_token: str
+    token_type: str = "bearer"
+    expires_at: datetime | None
+
+
+class JobPublic(_Public):
+    """A job as the API returns it. ``resources`` as submitted; ``devices`` assigned indices; times UTC."""
+
+    id: int
+    uid: str
+    name: str
+    project: str
+    user: str
+    image: str
+    command: list[str]
+    env: dict[str, str]
+    working_dir: str | None
+    phase: str
+    reason: str
+    exit_code: int | None
+    resources: dict
+    accelerator_model: str | None
+    gpus: int
+    devices: list[int]
+    max_runtime: int | None
+    priority: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    resubmitted_from: int | None = None
+
+
+class JobPage(_Public):
+    """One page of jobs: ``items`` newest first and the ``total`` matching the filter."""
+
+    items: list[JobPublic]
+    total: int
+    page: int
+    page_size: int
+
+
+class JobEventPublic(_Public):
+    """One job event: ``phase`` after it, ``reason`` word, ``message`` sentence, ``at`` UTC."""
+
+    id: int
+    at: datetime
+    phase: str
+    reason: str
+    message: str
+
+
+class DevicePublic(_Public):
+    """One accelerator and who holds it (``job_id``/``job_name``/``user`` are ``None`` when free or hidden)."""
+
+    index: int
+    resource: str
+    model: str
+    memory_bytes: int
+    uuid: str
+    virtual: bool
+    busy: bool
+    job_id: int | None = None
+    job_name: str | None = None
+    user: str | None = None
+
+
+class NodePublic(_Public):
+    """A node: capacity (``cpu_m`` millicores, ``memory_bytes`` bytes), allocation and devices."""
+
+    name: str
+    backend: str
+    device_source: str
+    cpu_m: int
+    memory_bytes: int
+    cpu_m_allocated: int
+    memory_bytes_allocated: int
+    devices: list[DevicePublic]
+    models: list[str]

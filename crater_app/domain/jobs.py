@@ -1,0 +1,221 @@
+"""Jobs: the submitted spec (:class:`JobSpec`), its validation, and the phase machine (:class:`JobPhase`)."""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
+
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.naming import check_dns1123_label
+from crater_app.domain.resources import ResourceList, parse_resources
+
+MAX_COMMAND_ARGS = 256
+MAX_ARG_CHARS = 8192
+MAX_COMMAND_BYTES = 64 * 1024
+MAX_ENV_VARS = 128
+MAX_ENV_VALUE_CHARS = 8192
+MAX_IMAGE_CHARS = 255
+MAX_RUNTIME_S = 30 * 24 * 3600  # 30 days
+PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+MAX_WORKING_DIR_CHARS = 255
+DEFAULT_IMAGE = "local/host"
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Docker/OCI image reference, simplified from distribution/reference: [host[:port]/]path[:tag][@digest]
+_IMAGE = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+# Environment names the platform sets itself; a spec may not override them.
+RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRATER_JOB_UID"})
+
+
+class JobPhase(str, enum.Enum):
+    """Lifecycle of a job: ``Queued -> Running -> Succeeded | Failed | Cancelled``."""
+
+    QUEUED = "Queued"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        """True for phases a job never leaves."""
+        return self in TERMINAL_PHASES
+
+
+TERMINAL_PHASES = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})
+_ALLOWED = {
+    JobPhase.QUEUED: {JobPhase.RUNNING, JobPhase.FAILED, JobPhase.CANCELLED},
+    JobPhase.RUNNING: {JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED},
+}
+
+
+def can_transition(old: JobPhase, new: JobPhase) -> bool:
+    """Whether a job may move from ``old`` to ``new`` (terminal phases are final)."""
+    return new in _ALLOWED.get(old, set())
+
+
+def parse_duration(raw: object, field: str = "max_runtime") -> int | None:
+    """Parse a duration: whole seconds (int or digit string) or ``"1d2h30m10s"``; ``None`` stays ``None``.
+
+    Returns:
+        seconds, 1..``MAX_RUNTIME_S``.
+
+    Raises:
+        InvalidInput: bad shape, zero, negative, or above 30 days.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        raise InvalidInput(f"{field} must be seconds or a duration such as '2h'", field)
+    if isinstance(raw, int):
+        seconds = raw
+    elif isinstance(raw, str):
+        text = raw.strip()
+        if text.isdigit():
+            seconds = int(text)
+        else:
+            match = _DURATION.match(text) if text and len(text) <= 32 else None
+            if not match or not any(match.groups()):
+                raise InvalidInput(f"{field} '{text[:32]}' is not seconds or a duration such as '2h' or '1h30m'", field)
+            d, h, m, s = (int(g or 0) for g in match.groups())
+            seconds = d * 86400 + h * 3600 + m * 60 + s
+    else:
+        raise InvalidInput(f"{field} must be seconds or a duration such as '2h'", field)
+    if seconds <= 0:
+        raise InvalidInput(f"{field} must be at least 1 second", field)
+    if seconds > MAX_RUNTIME_S:
+        raise InvalidInput(f"{field} is {seconds} s; the limit is {MAX_RUNTIME_S} s (30 days)", field)
+    return seconds
+
+
+class JobSpec(BaseModel):
+    """What a user submits (JSON or YAML). Unknown fields are rejected.
+
+    Fields: ``name`` DNS-1123 label; ``project`` (None = the user's default); ``image`` (recorded; the
+    local backend runs in the host environment); ``command`` argv list; ``env`` name -> value;
+    ``working_dir`` relative to the job's directory; ``resources`` Kubernetes resource list;
+    ``accelerator_model`` e.g. ``NVIDIA-A100-SXM4-80GB``; ``max_runtime`` seconds; ``priority``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: StrictStr
+    project: StrictStr | None = None
+    image: StrictStr = DEFAULT_IMAGE
+    command: list[StrictStr]
+    env: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    working_dir: StrictStr | None = None
+    resources: dict[StrictStr, StrictStr | StrictInt | float] = Field(default_factory=dict)
+    accelerator_model: StrictStr | None = None
+    max_runtime: int | None = None
+    priority: StrictInt = 0
+
+    @field_validator("max_runtime", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> int | None:
+        return parse_duration(value)
+
+    @property
+    def resource_list(self) -> ResourceList:
+        """The parsed resources (see :func:`parse_resources`)."""
+        return parse_resources(self.resources)
+
+
+def _check_command(command: list[str]) -> None:
+    if not command:
+        raise InvalidInput("command must have at least one argument (an argv list)", "command")
+    if len(command) > MAX_COMMAND_ARGS:
+        raise InvalidInput(f"command has {len(command)} arguments; the limit is {MAX_COMMAND_ARGS}", "command")
+    total = 0
+    for i, arg in enumerate(command):
+        size = len(arg.encode("utf-8", "surrogatepass"))
+        total += size
+        if len(arg) > MAX_ARG_CHARS:
+            raise InvalidInput(f"command[{i}] is {len(arg)} characters; the limit is {MAX_ARG_CHARS}", f"command.{i}")
+        if "\x00" in arg:
+            raise InvalidInput(f"command[{i}] must not contain NUL characters", f"command.{i}")
+    if total > MAX_COMMAND_BYTES:
+        raise InvalidInput(f"command is {total} bytes; the limit is {MAX_COMMAND_BYTES} bytes", "command")
+    if not command[0].strip():
+        raise InvalidInput("command[0] (the program) must not be blank", "command.0")
+
+
+def _check_env(env: dict[str, str]) -> None:
+    if len(env) > MAX_ENV_VARS:
+        raise InvalidInput(f"env has {len(env)} variables; the limit is {MAX_ENV_VARS}", "env")
+    for key, value in env.items():
+        if not _ENV_NAME.match(key) or len(key) > 128:
+            raise InvalidInput(f"env name '{key[:64]}' must match [A-Za-z_][A-Za-z0-9_]* (128 chars max)", f"env.{key[:64]}")
+        if key in RESERVED_ENV:
+            raise InvalidInput(f"env {key} is set by Crater and cannot be overridden", f"env.{key}")
+        if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value:
+            raise InvalidInput(
+                f"env {key} is {len(value)} characters; the limit is {MAX_ENV_VALUE_CHARS} with no NUL", f"env.{key}"
+            )
+
+
+def _check_working_dir(path: str | None) -> None:
+    if path is None:
+        return
+    if len(path) > MAX_WORKING_DIR_CHARS or "\x00" in path:
+        raise InvalidInput(f"working_dir is limited to {MAX_WORKING_DIR_CHARS} characters", "working_dir")
+    parts = path.replace("\\", "/").split("/")
+    if path.startswith("/") or ".." in parts:
+        raise InvalidInput("working_dir must be a relative path inside the job directory (no '/' start, no '..')", "working_dir")
+
+
+def validate_spec(raw: object) -> JobSpec:
+    """Validate a submitted job spec (already decoded from JSON/YAML) into a :class:`JobSpec`.
+
+    Raises:
+        InvalidInput: the first problem, with ``field`` set to its dotted path and the limit in the
+            message: unknown fields, wrong types, bad names, empty or oversized command, bad env,
+            bad quantities, fractional GPUs, unknown image shape, priority out of range.
+    """
+    if not isinstance(raw, dict):
+        raise InvalidInput("a job spec must be a JSON/YAML object", None)
+    try:
+        spec = JobSpec.model_validate(raw)
+    except InvalidInput:
+        raise
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or None
+        ctx_err = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, InvalidInput):
+            raise ctx_err from None
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            msg = f"unknown field '{loc}'"
+        elif kind == "missing":
+            msg = f"{loc} is required"
+        else:
+            msg = f"{loc}: {err['msg']}"
+        raise InvalidInput(msg[:300], loc) from None
+    check_dns1123_label(spec.name, "name")
+    if spec.project is not None:
+        check_dns1123_label(spec.project, "project")
+    if len(spec.image) > MAX_IMAGE_CHARS or not _IMAGE.match(spec.image):
+        raise InvalidInput(
+            f"image must be an image reference such as 'pytorch/pytorch:2.4.0' ({MAX_IMAGE_CHARS} chars max)", "image"
+        )
+    _check_command(spec.command)
+    _check_env(spec.env)
+    _check_working_dir(spec.working_dir)
+    if not PRIORITY_MIN <= spec.priority <= PRIORITY_MAX:
+        raise InvalidInput(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX} (got {spec.priority})", "priority")
+    if spec.accelerator_model is not None and (
+        not spec.accelerator_model or len(spec.accelerator_model) > 128 or not re.match(r"^[A-Za-z0-9._ -]+$", spec.accelerator_model)
+    ):
+        raise InvalidInput("accelerator_model must be a model name such as 'NVIDIA-A100-SXM4-80GB' (128 chars max)", "accelerator_model")
+    resources = parse_resources(spec.resources)
+    if spec.accelerator_model and not resources.gpus:
+        raise InvalidInput("accelerator_model is set but resources request no accelerator", "accelerator_model")
+    return spec

@@ -1,0 +1,37 @@
+"""Names and labels: DNS-1123 labels (RFC 1123, as Kubernetes validates object names) and ``crater.io/*`` labels."""
+
+from __future__ import annotations
+
+import re
+
+from crater_app.domain.errors import InvalidInput
+
+DNS1123_LABEL_MAX = 63  # RFC 1123 / Kubernetes IsDNS1123Label
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+LABEL_JOB_UID = "crater.io/job-uid"
+LABEL_PROJECT = "crater.io/project"
+LABEL_USER = "crater.io/user"
+
+
+def check_dns1123_label(value: object, field: str) -> str:
+    """Return ``value`` if it is a DNS-1123 label (lower-case alphanumerics and '-', 1..63 chars).
+
+    Raises:
+        InvalidInput: naming ``field``, when the value is not a string or breaks the rule.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field)
+    if not value:
+        raise InvalidInput(f"{field} must not be empty", field)
+    if len(value) > DNS1123_LABEL_MAX:
+        raise InvalidInput(
+            f"{field} is {len(value)} characters; the limit is {DNS1123_LABEL_MAX}", field
+        )
+    if not _DNS1123_LABEL.match(value):
+        raise InvalidInput(
+            f"{field} must be a DNS-1123 label: lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit",
+            field,
+        )
+    return value

@@ -1,0 +1,65 @@
+"""Who may do what: the single permission table (DESIGN.md §4). Pure; services ask it before acting.
+
+Platform roles: ``admin`` (everything), ``user`` (own work in projects they belong to), ``guest``
+(read-only). Project roles: ``admin`` (all jobs of the project), ``member`` (own jobs), ``viewer``
+(read the project's jobs, submit nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PLATFORM_ROLES = ("admin", "user", "guest")
+PROJECT_ROLES = ("admin", "member", "viewer")
+USER_STATUSES = ("active", "pending", "disabled")
+
+
+@dataclass(frozen=True)
+class Actor:
+    """The identity behind a request: ``user_id``, ``username``, platform ``role``, ``project_roles``
+    (project id -> project role) and ``default_project_id``."""
+
+    user_id: int
+    username: str
+    role: str
+    project_roles: dict[int, str] = field(default_factory=dict)
+    default_project_id: int | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        """Platform admin."""
+        return self.role == "admin"
+
+
+def can_submit(actor: Actor, project_id: int) -> bool:
+    """``job:create`` in ``project_id``: platform admin, or a non-guest with project role admin/member."""
+    if actor.is_admin:
+        return True
+    return actor.role != "guest" and actor.project_roles.get(project_id) in ("admin", "member")
+
+
+def can_read_job(actor: Actor, owner_id: int, project_id: int) -> bool:
+    """``job:read`` (status, events, logs): admin, the owner, or project admin/viewer of its project."""
+    return actor.is_admin or actor.user_id == owner_id or actor.project_roles.get(project_id) in ("admin", "viewer")
+
+
+def can_cancel_job(actor: Actor, owner_id: int, project_id: int) -> bool:
+    """``job:cancel``: platform admin, the owner (not a guest), or the project's admin."""
+    if actor.is_admin or actor.project_roles.get(project_id) == "admin":
+        return True
+    return actor.user_id == owner_id and actor.role != "guest"
+
+
+def readable_projects(actor: Actor) -> list[int]:
+    """Projects whose every job ``actor`` may read (project admin/viewer); platform admins read all."""
+    return sorted(p for p, r in actor.project_roles.items() if r in ("admin", "viewer"))
+
+
+def can_manage_users(actor: Actor) -> bool:
+    """``user:create``/``user:list``: platform admins only."""
+    return actor.is_admin
+
+
+def can_read_nodes(actor: Actor) -> bool:
+    """``node:read``: every signed-in active user (the new-job form needs the models)."""
+    return actor.role in PLATFORM_ROLES

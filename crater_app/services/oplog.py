@@ -1,0 +1,21 @@
+"""Operation log: one row per state-changing action (who, role, action, target, result, details)."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from crater_app.db.models import OperationLog
+from crater_app.domain.policy import Actor
+
+
+def record(session: Session, actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "") -> None:
+    """Add an operation-log row to ``session`` (committed with the action's own transaction).
+
+    ``actor`` ``None`` means the system itself (bootstrap, reconciler). ``details`` is cut to 2,000 chars.
+    """
+    session.add(
+        OperationLog(
+            actor=actor.username if actor else "system", actor_role=actor.role if actor else "system",
+            action=action, target=target[:255], result=result, details=details[:2000],
+        )
+    )

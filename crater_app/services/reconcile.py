@@ -1,0 +1,171 @@
+"""Reconciler: moves job rows along with what the backend reports (a watch on ``ClusterBackend.changes``),
+recording every transition as a :class:`JobEvent`; and the leader loop that drives it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+
+from sqlmodel import select
+
+from crater_app.cluster.base import WorkloadStatus
+from crater_app.db.models import Job, JobEvent, Project, User
+from crater_app.db.types import utcnow
+from crater_app.domain.jobs import JobPhase, can_transition
+from crater_app.services import leases
+from crater_app.services.context import ServiceContext
+from crater_app.services.jobs import workload_of
+
+log = logging.getLogger(__name__)
+LEASE_NAME = "crater-loops"
+_STATE_TO_PHASE = {
+    "Pending": JobPhase.QUEUED, "Running": JobPhase.RUNNING, "Succeeded": JobPhase.SUCCEEDED,
+    "Failed": JobPhase.FAILED, "Cancelled": JobPhase.CANCELLED,
+}
+_ACTIVE = (JobPhase.QUEUED.value, JobPhase.RUNNING.value)
+
+
+class Reconciler:
+    """Applies backend status changes to job rows. ``rev`` is the last backend revision applied."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.rev = 0
+
+    def sync(self, batch: int = 1000) -> int:
+        """Apply every backend change since ``rev``; return how many statuses were read."""
+        seen = 0
+        while True:
+            changes = self.ctx.backend.changes(self.rev, batch)
+            if not changes:
+                return seen
+            self._apply(changes)
+            self.rev = changes[-1].rev
+            seen += len(changes)
+            if len(changes) < batch:
+                return seen
+
+    def _apply(self, changes: list[WorkloadStatus]) -> None:
+        latest = {c.uid: c for c in changes}
+        with self.ctx.session() as s:
+            jobs = s.exec(select(Job).where(Job.uid.in_(list(latest)))).all()
+            for job in jobs:
+                self._apply_one(s, job, latest[job.uid])
+
+    @staticmethod
+    def _apply_one(s, job: Job, status: WorkloadStatus) -> None:
+        phase = _STATE_TO_PHASE.get(status.state)
+        current = JobPhase(job.phase)
+        if phase is None:
+            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="BackendState",
+                           message=f"backend reports state '{status.state}' ({status.reason}): {status.message}"))
+            return
+        if phase == current:
+            if job.reason != status.message or list(status.devices) != job.devices:
+                job.reason = status.message
+                job.devices = list(status.devices)
+                s.add(job)
+            return
+        if current.terminal:
+            return
+        if current == JobPhase.QUEUED and phase.terminal and status.started_at is not None:
+            # Started and finished between two syncs: record the Running step too.
+            s.add(JobEvent(job_id=job.id, at=status.started_at, phase=JobPhase.RUNNING.value, reason="Started",
+                           message=f"started with devices {list(status.devices)}"))
+            current = JobPhase.RUNNING
+        if not can_transition(current, phase):
+            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="IgnoredTransition",
+                           message=f"backend moved {current.value} -> {phase.value}, which Crater does not allow"))
+            return
+        job.phase = phase.value
+        job.reason = status.message
+        job.devices = list(status.devices)
+        job.exit_code = status.exit_code
+        job.started_at = job.started_at or status.started_at
+        if phase.terminal:
+            job.finished_at = status.finished_at or utcnow()
+        s.add(job)
+        at = status.started_at if phase == JobPhase.RUNNING else job.finished_at
+        s.add(JobEvent(job_id=job.id, at=at or utcnow(), phase=phase.value, reason=status.reason, message=status.message))
+
+    def repair(self) -> int:
+        """Fix jobs the backend does not know: a Queued one (crash between commit and create) is created
+        again with the same uid; a Running one is marked Failed with the reason. Returns how many."""
+        fixed = 0
+        with self.ctx.session() as s:
+            rows = s.exec(
+                select(Job, Project.name, User.username)
+                .join(Project, Project.id == Job.project_id).join(User, User.id == Job.user_id)
+                .where(Job.phase.in_(_ACTIVE))
+            ).all()
+            for job, project, user in rows:
+                if self.ctx.backend.status(job.uid) is not None:
+                    continue
+                fixed += 1
+                if job.phase == JobPhase.QUEUED.value:
+                    self.ctx.backend.create(workload_of(job, project, user))
+                    s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Resubmitted",
+                                   message="the backend did not know this job; it was handed to it again"))
+                else:
+                    job.phase, job.reason, job.finished_at = JobPhase.FAILED.value, "the backend lost this job", utcnow()
+                    s.add(job)
+                    s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Lost",
+                                   message="the backend has no record of this running job"))
+        return fixed
+
+
+def holder_id() -> str:
+    """A name for this process in leases: host, pid and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class LeaderLoop:
+    """Runs backend placement and reconciliation in the one process that holds the lease.
+
+    Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
+    re-adopt running workloads and repair; then ``backend.tick()`` and ``Reconciler.sync()``; then sleep
+    ``loop_interval_s`` or until ``ctx.kick`` is set.
+    """
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.holder = holder_id()
+        self.reconciler = Reconciler(ctx)
+        self.leader = False
+        self._stop = threading.Event()
+
+    def step(self) -> None:
+        """One round (see class docstring)."""
+        if not leases.try_acquire(self.ctx, LEASE_NAME, self.holder, self.ctx.settings.lease_ttl_s):
+            self.leader = False
+            return
+        if not self.leader:
+            self.leader = True
+            log.info("crater loops: %s is the leader", self.holder)
+            self.ctx.backend.adopt()
+            self.reconciler.rev = 0
+            self.reconciler.sync()
+            self.reconciler.repair()
+        self.ctx.backend.tick()
+        self.reconciler.sync()
+
+    def run(self) -> None:
+        """Loop until :meth:`stop`; errors are logged and the loop goes on."""
+        while not self._stop.is_set():
+            self.ctx.kick.clear()
+            try:
+                self.step()
+            except Exception:  # noqa: BLE001 - a loop must survive one bad round
+                log.exception("crater loop round failed")
+            self.ctx.kick.wait(self.ctx.settings.loop_interval_s)
+        if self.leader:
+            leases.release(self.ctx, LEASE_NAME, self.holder)
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the current round."""
+        self._stop.set()
+        self.ctx.kick.set()
