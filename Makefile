@@ -1,0 +1,45 @@
+# Crater: `make run` (serve the console + API on $PORT with the embedded local backend) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+VENV_ABS := $(abspath $(VENV))
+PORT ?= 3000
+CRATER_DATA_DIR ?= ./var
+
+export PORT CRATER_DATA_DIR
+export PATH := $(VENV_ABS)/bin:$(PATH)
+export REFLEX_USE_NPM := 1
+export REFLEX_TELEMETRY_ENABLED := false
+export REFLEX_CHECK_LATEST_VERSION := 0
+
+.PHONY: install run test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Crater needs Python 3.11 or newer"'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -e ".[test]"
+	@touch $@
+
+install: $(VENV)/.installed
+
+# Migrate, create the first admin (CRATER_ADMIN_PASSWORD or a printed random one), then serve on $PORT.
+run: install
+	$(VENV)/bin/crater init
+	NPM_CONFIG_REGISTRY=$$(npm config get registry) exec $(VENV)/bin/reflex run --env prod
+
+lint: install
+	$(VENV)/bin/lint-imports
+
+# The whole suite: layer contracts, unit, service, API, migrations (SQLite + PostgreSQL) and the browser test.
+test: install
+	$(VENV)/bin/lint-imports
+	NPM_CONFIG_REGISTRY=$$(npm config get registry) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(VENV)/bin/python bench/submit.py
+	$(VENV)/bin/python bench/start_latency.py
+	$(VENV)/bin/python bench/list_jobs.py
+
+clean:
+	rm -rf .web .states var
