@@ -5,6 +5,9 @@ backend share it (``reflex run --env prod`` is always single-port in Reflex 0.10
 ``CRATER_API_URL`` only needs setting when browsers reach the app through a different
 origin than ``http://<host>:<PORT>`` (e.g. a plain-http reverse proxy on another port);
 it is baked into the frontend bundle at build time.
+
+``REFLEX_REDIS_URL`` switches console state to Redis (and makes Reflex start several workers);
+without it, state lives in the one worker's memory.
 """
 
 import reflex as rx
@@ -24,10 +27,15 @@ config = rx.Config(
     telemetry_enabled=False,
     # We use our own SQLModel engine (crater_app.db); no rx.Model / db_url.
     db_url=None,
-    # One worker, state in process memory: no Redis needed (REFLEX_REDIS_URL unset).
-    state_manager_mode=rx.constants.StateManagerMode.MEMORY,
-    plugins=[rx.plugins.RadixThemesPlugin()],
+    plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", gray_color="slate", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],
     show_built_with_reflex=False,
     **_extra,
+)
+
+# State manager: Redis when ``REFLEX_REDIS_URL`` is set (production: Reflex then runs several workers,
+# which must share console state), else process memory (one worker, nothing else to run).
+# ``config.redis_url`` is filled from ``REFLEX_REDIS_URL`` by Reflex itself.
+config.state_manager_mode = (
+    rx.constants.StateManagerMode.REDIS if config.redis_url else rx.constants.StateManagerMode.MEMORY
 )

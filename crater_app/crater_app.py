@@ -8,9 +8,6 @@ from crater_app.api.app import build_api
 from crater_app.tasks import leader_loop
 from crater_app.ui import pages
 
-app = rx.App(
-    api_transformer=build_api(),
-    theme=rx.theme(accent_color="indigo", radius="medium"),
-)
+app = rx.App(api_transformer=build_api())  # the theme is set on RadixThemesPlugin in rxconfig.py
 pages.register(app)
 app.register_lifespan_task(leader_loop)

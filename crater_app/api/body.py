@@ -40,7 +40,11 @@ async def decode_body(request: Request) -> object:
             return yaml.safe_load(data)
         except yaml.YAMLError as exc:
             raise InvalidInput(f"body is not valid YAML: {str(exc)[:200]}") from None
+        except RecursionError:
+            raise InvalidInput("body is not valid YAML: nested too deeply") from None
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"body is not valid JSON: {str(exc)[:200]}") from None
+    except RecursionError:  # e.g. a million '[' fits in 2 MiB
+        raise InvalidInput("body is not valid JSON: nested too deeply") from None

@@ -26,13 +26,14 @@ import psutil
 
 from crater_app.cluster.base import Device, NodeInventory, Workload, WorkloadStatus
 from crater_app.cluster.local_inventory import discover, host_capacity
+from crater_app.domain.batching import GroupCommit
 from crater_app.domain.placement import Capacity, FreeDevice, Request, place
 
 RUNNER = str(Path(__file__).with_name("local_runner.py"))
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "Pending", "Running", "Succeeded", "Failed", "Cancelled"
 FINAL = (SUCCEEDED, FAILED, CANCELLED)
 # Variables of the web process that a job must not inherit (credentials, Crater's own settings).
-_SECRET_MARKERS = ("PASSWORD", "SECRET", "TOKEN", "CREDENTIAL", "PRIVATE_KEY")
+_SECRET_MARKERS = ("PASSWORD", "SECRET", "TOKEN", "CREDENTIAL", "PRIVATE_KEY", "API_KEY", "ACCESS_KEY")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workloads (
@@ -106,6 +107,8 @@ class LocalBackend:
         self._lock = threading.RLock()
         self._children: dict[str, subprocess.Popen] = {}
         self._placed_rev = -1
+        self._requests: dict[str, Request] = {}  # uid -> placement request of a pending workload
+        self._creates = GroupCommit()
         self._conn = sqlite3.connect(
             self.data_dir / "local" / "backend.db", timeout=30, isolation_level=None, check_same_thread=False
         )
@@ -159,21 +162,35 @@ class LocalBackend:
 
     def create(self, workload: Workload) -> None:
         """Queue ``workload`` as ``Pending`` (idempotent on ``uid``)."""
+        # Concurrent creates (e.g. many submissions at once) share one transaction.
+        self._creates.run(self._row(workload), self._insert_workloads)
+
+    def create_many(self, workloads: list[Workload]) -> None:
+        """:meth:`create` for several workloads in one transaction (services use it for batched submissions)."""
+        self._insert_workloads([self._row(w) for w in workloads])
+
+    @staticmethod
+    def _row(workload: Workload) -> tuple:
         spec = {
             "name": workload.name, "project": workload.project, "user": workload.user, "image": workload.image,
             "command": list(workload.command), "env": workload.env, "working_dir": workload.working_dir,
         }
+        return (
+            workload.uid, json.dumps(spec), workload.priority, workload.created_at.timestamp(),
+            workload.resources.cpu_m, workload.resources.memory_bytes,
+            json.dumps(workload.resources.accelerators), workload.accelerator_model, workload.max_runtime_s,
+            PENDING, "Queued", "waiting for placement",
+        )
+
+    def _insert_workloads(self, rows: list[tuple]) -> list[None]:
         with self._tx() as conn:
-            conn.execute(
+            rev = self._next_rev(conn)
+            conn.executemany(
                 "INSERT OR IGNORE INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
                 " model, max_runtime_s, state, reason, message, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    workload.uid, json.dumps(spec), workload.priority, workload.created_at.timestamp(),
-                    workload.resources.cpu_m, workload.resources.memory_bytes,
-                    json.dumps(workload.resources.accelerators), workload.accelerator_model, workload.max_runtime_s,
-                    PENDING, "Queued", "waiting for placement", self._next_rev(conn),
-                ),
+                [(*row, rev + i) for i, row in enumerate(rows)],
             )
+        return [None] * len(rows)
 
     def cancel(self, uid: str, reason: str) -> None:
         """Cancel: a pending workload ends at once; a running one gets SIGTERM, SIGKILL after the grace.
@@ -221,19 +238,23 @@ class LocalBackend:
         )
 
     def read_logs(self, uid: str, tail_bytes: int = 65536) -> str:
-        """Last ``tail_bytes`` of the job's ``output.log``, decoded as UTF-8 (invalid bytes replaced)."""
+        """Last ``tail_bytes`` of the job's ``output.log``, decoded as UTF-8 (invalid bytes replaced). When the
+        tail starts inside a line, that partial first line is dropped (unless nothing would be left)."""
         path = self.job_dir(uid) / "output.log"
         try:
             with open(path, "rb") as fh:
                 size = fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, size - tail_bytes))
-                data = fh.read()
+                start = max(0, size - tail_bytes)
+                fh.seek(max(0, start - 1))  # one byte more: does the tail start at a line boundary?
+                data = fh.read(size - start + (1 if start else 0))
         except FileNotFoundError:
             return ""
-        text = data.decode("utf-8", "replace")
-        if size > tail_bytes and "\n" in text:
-            text = text.split("\n", 1)[1]
-        return text
+        if start:
+            before, data = data[:1], data[1:]
+            rest = data.split(b"\n", 1)[1] if b"\n" in data else b""
+            if before != b"\n" and rest:
+                data = rest
+        return data.decode("utf-8", "replace")
 
     def tick(self) -> None:
         """Reap exits, enforce ``max_runtime`` and cancellation grace, then place queued workloads."""
@@ -280,8 +301,26 @@ class LocalBackend:
         except (FileNotFoundError, ValueError):
             return None
 
+    def _kill_leftovers(self, pid: int | None, pid_start: float | None) -> None:
+        """SIGKILL what is left of a finished workload's process group (background children, or children
+        that ignored SIGTERM while the main process exited), so its devices are really free."""
+        if not pid:
+            return
+        try:
+            if pid_start is not None and abs(psutil.Process(pid).create_time() - pid_start) > 1.0:
+                return  # the number now belongs to an unrelated process (and so its group is not ours)
+        except psutil.NoSuchProcess:
+            pass  # the runner is gone; a live group with its id can only hold the workload's leftovers
+        except psutil.AccessDenied:  # pragma: no cover
+            return
+        self._signal(pid, signal.SIGKILL)
+
     def _finish_if_exited(self, uid: str, adopted: bool = False) -> None:
         code = self._read_exit(uid)
+        with self._lock:
+            found = self._conn.execute("SELECT state, pid, pid_start FROM workloads WHERE uid = ?", (uid,)).fetchone()
+        if found is not None and found[0] == RUNNING:
+            self._kill_leftovers(found[1], found[2])
         with self._tx() as conn:
             row = conn.execute(
                 "SELECT state, stop_reason, stop_message, term_sent_at, max_runtime_s FROM workloads WHERE uid = ?",
@@ -306,7 +345,11 @@ class LocalBackend:
             else:
                 state, reason, message = FAILED, "Error", f"exited with code {code}"
             if code is None and term_sent is not None:
-                code = 128 + signal.SIGKILL
+                # The runner itself died of our signal before it could record a status (e.g. SIGTERM during
+                # its start-up, or SIGKILL after the grace): report that signal, shell-style.
+                child = self._children.get(uid)
+                died_of = -child.returncode if child is not None and (child.returncode or 0) < 0 else signal.SIGKILL
+                code = 128 + died_of
             self._update(conn, uid, state=state, reason=reason, message=message, exit_code=code, finished_at=now)
         self._children.pop(uid, None)
 
@@ -345,16 +388,9 @@ class LocalBackend:
                 memory_bytes=self.memory_bytes - sum(r[2] for r in running),
                 devices=tuple(FreeDevice(d.index, d.resource, d.model) for d in self.devices if d.index not in held),
             )
-            pending = conn.execute(
-                "SELECT uid, priority, created_at, cpu_m, memory_bytes, accelerators, model, message"
-                " FROM workloads WHERE state = ?", (PENDING,)
-            ).fetchall()
-            requests = [
-                Request(uid=r[0], priority=r[1], created_at=_ts(r[2]), cpu_m=r[3], memory_bytes=r[4],
-                        accelerators=json.loads(r[5]), model=r[6])
-                for r in pending
-            ]
-            messages = {r[0]: r[7] for r in pending}
+            pending = conn.execute("SELECT uid, message FROM workloads WHERE state = ?", (PENDING,)).fetchall()
+            requests = self._pending_requests(conn, [r[0] for r in pending])
+            messages = dict(pending)
             decision = place(requests, capacity)
             for uid, message in decision.waiting.items():
                 if messages[uid] != message:
@@ -362,6 +398,26 @@ class LocalBackend:
             for uid, devices in decision.placed.items():
                 self._start(conn, uid, devices)
             self._placed_rev = conn.execute("SELECT COALESCE(MAX(rev), 0) FROM workloads").fetchone()[0]
+
+    def _pending_requests(self, conn: sqlite3.Connection, uids: list[str]) -> list[Request]:
+        """Placement requests of the pending workloads ``uids``. A request never changes while its workload
+        is pending (priority, time and resources are written once, by :meth:`create`), so they are kept
+        between rounds and only new workloads are read and decoded: a round over a long queue stays cheap."""
+        cache = self._requests
+        missing = [uid for uid in uids if uid not in cache]
+        for i in range(0, len(missing), 500):
+            chunk = missing[i:i + 500]
+            rows = conn.execute(
+                "SELECT uid, priority, created_at, cpu_m, memory_bytes, accelerators, model FROM workloads"
+                f" WHERE uid IN ({','.join('?' * len(chunk))})", chunk,
+            ).fetchall()
+            for r in rows:
+                cache[r[0]] = Request(uid=r[0], priority=r[1], created_at=_ts(r[2]), cpu_m=r[3], memory_bytes=r[4],
+                                      accelerators=json.loads(r[5]), model=r[6])
+        if len(cache) > len(uids):  # forget workloads that are no longer pending
+            live = set(uids)
+            self._requests = cache = {uid: req for uid, req in cache.items() if uid in live}
+        return [cache[uid] for uid in uids]
 
     def _start(self, conn: sqlite3.Connection, uid: str, devices: tuple[int, ...]) -> None:
         spec = json.loads(conn.execute("SELECT spec FROM workloads WHERE uid = ?", (uid,)).fetchone()[0])

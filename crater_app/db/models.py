@@ -74,10 +74,13 @@ class Job(SQLModel, table=True):
     """
 
     __tablename__ = "jobs"
+    # The list filters (phase, name) ride along in the phase/project indexes and in (user_id, phase, id), so that
+    # counting and paging job lists read only indexes; (user_id, id) stays narrow for count(*). Migration 0002.
     __table_args__ = (
-        Index("ix_jobs_phase_id", "phase", "id"),
+        Index("ix_jobs_phase_id", "phase", "id", "name"),
         Index("ix_jobs_user_id_id", "user_id", "id"),
-        Index("ix_jobs_project_id_id", "project_id", "id"),
+        Index("ix_jobs_project_id_id", "project_id", "id", "phase", "name"),
+        Index("ix_jobs_user_id_phase_id", "user_id", "phase", "id", "name"),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     uid: str = Field(max_length=36, unique=True)

@@ -24,9 +24,10 @@ MAX_WORKING_DIR_CHARS = 255
 DEFAULT_IMAGE = "local/host"
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Docker/OCI image reference, simplified from distribution/reference: [host[:port]/]path[:tag][@digest]
+# Docker/OCI image reference, simplified from distribution/reference: [host[:port]/]path[:tag][@digest]; the first
+# component is a host only when it has a '.' or a ':port' or is 'localhost' (else it is a lower-case path component).
 _IMAGE = re.compile(
-    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*)*"
+    r"^(?:(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+|localhost)(?::[0-9]+)?/|[a-zA-Z0-9-]+:[0-9]+/)?[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -112,7 +113,9 @@ class JobSpec(BaseModel):
     command: list[StrictStr]
     env: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     working_dir: StrictStr | None = None
-    resources: dict[StrictStr, StrictStr | StrictInt | float] = Field(default_factory=dict)
+    # Values are quantities (string or number); their types and grammar are checked by parse_resources, so
+    # an error names 'resources.<name>' (a pydantic union would add its member tag) and booleans are refused.
+    resources: dict[StrictStr, Any] = Field(default_factory=dict)
     accelerator_model: StrictStr | None = None
     max_runtime: int | None = None
     priority: StrictInt = 0

@@ -59,6 +59,8 @@ def _quantity(raw: object, field_name: str) -> Decimal:
         raise InvalidInput(
             f"{field_name} '{text}' is not a Kubernetes quantity (e.g. '2', '500m', '4Gi')", field_name
         ) from None
+    if not value.is_finite():  # parse_quantity accepts "inf"/"Infinity"
+        raise InvalidInput(f"{field_name} '{text}' is not a finite quantity (e.g. '2', '500m', '4Gi')", field_name)
     if value < 0:
         raise InvalidInput(f"{field_name} must not be negative (got {text})", field_name)
     return value

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from functools import lru_cache
 
-from sqlalchemy import func, or_
+from sqlalchemy import bindparam, func, or_
+from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import Workload
-from crater_app.db.models import Job, JobEvent, Project, User
+from crater_app.db.models import Job, JobEvent, OperationLog, Project, User
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
+from crater_app.db.types import utcnow
 from crater_app.domain.placement import Request, never_fits
-from crater_app.domain.resources import parse_resources
+from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import Actor, can_cancel_job, can_read_job, can_submit, readable_projects
 from crater_app.services import oplog
 from crater_app.services.context import ServiceContext
@@ -23,6 +26,8 @@ MAX_PAGE_SIZE = 200
 MAX_LOG_TAIL_BYTES = 1024 * 1024
 _PHASES = tuple(p.value for p in JobPhase)
 _names: dict[tuple[str, int], str] = {}  # (table, id) -> name; user and project names never change
+# Core tables: inserts without ORM objects.
+_JOBS, _JOB_EVENTS, _OPERATION_LOGS = Job.__table__, JobEvent.__table__, OperationLog.__table__
 
 
 def _name(session, model, key: int) -> str:
@@ -33,6 +38,15 @@ def _name(session, model, key: int) -> str:
         name = row.username if model is User else row.name
         _names[cache_key] = name  # type: ignore[index]
     return name
+
+
+# The columns :func:`_public` reads (a row of these has the same attribute names as a Job): Core table columns,
+# so that list pages are plain Core queries (no ORM compile/loading step).
+_PUBLIC_COLUMNS = tuple(_JOBS.c[name] for name in (
+    "id", "uid", "name", "project_id", "user_id", "image", "command", "env", "working_dir", "phase", "reason",
+    "exit_code", "resources", "accelerator_model", "gpus", "devices", "max_runtime_s", "priority", "created_at",
+    "started_at", "finished_at", "resubmitted_from",
+))
 
 
 def _public(session, job: Job) -> JobPublic:
@@ -46,8 +60,8 @@ def _public(session, job: Job) -> JobPublic:
     )
 
 
-def _check_fits(ctx: ServiceContext, spec: JobSpec) -> None:
-    resources = spec.resource_list
+def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
+    resources = resources or spec.resource_list
     req = Request(uid="", priority=0, created_at=datetime.min, cpu_m=resources.cpu_m,
                   memory_bytes=resources.memory_bytes, accelerators=resources.accelerators, model=spec.accelerator_model)
     problems = []
@@ -84,40 +98,120 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         in the project; Unschedulable: the request exceeds the machine (numbers in the message).
     """
     spec = validate_spec(raw)
-    with ctx.session() as s:
-        if spec.project is None:
-            if actor.default_project_id is None:
-                raise InvalidInput("project is required: you have no default project", "project")
-            project = s.get(Project, actor.default_project_id)
-        else:
-            project = s.exec(select(Project).where(Project.name == spec.project)).first()
-            if project is None:
-                raise NotFound(f"project '{spec.project}' does not exist", "project")
-        if not can_submit(actor, project.id):
-            raise Forbidden(f"you may not submit jobs to project '{project.name}'", "project")
-        _check_fits(ctx, spec)
-        resources = spec.resource_list
-        job = Job(
-            uid=str(uuid.uuid4()), name=spec.name, project_id=project.id, user_id=actor.user_id, image=spec.image,
-            command=list(spec.command), env=dict(spec.env), working_dir=spec.working_dir,
-            resources={k: str(v) for k, v in spec.resources.items()}, cpu_m=resources.cpu_m,
-            memory_bytes=resources.memory_bytes, gpus=resources.gpus, accelerator_model=spec.accelerator_model,
-            max_runtime_s=spec.max_runtime, priority=spec.priority, phase=JobPhase.QUEUED.value,
-            reason="waiting for placement", resubmitted_from=resubmitted_from,
-        )
-        s.add(job)
-        s.flush()
-        s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Submitted", message=f"submitted by {actor.username}"))
-        if ctx.backend.name == "local":
-            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="HostEnvironment", message=(
-                f"image '{job.image}' recorded; the local backend runs the command in the host environment")))
-        oplog.record(s, actor, "job:create", f"{project.name}/{job.name}#{job.id}")
-        workload = workload_of(job, project.name, actor.username)
-        public = _public(s, job)
-    # A crash between the commit above and this call is repaired by services.reconcile.repair().
-    ctx.backend.create(workload)
+    resources = spec.resource_list
+    project_id, project_name = _submit_project(ctx, actor, spec.project)
+    if not can_submit(actor, project_id):
+        raise Forbidden(f"you may not submit jobs to project '{project_name}'", "project")
+    _check_fits(ctx, spec, resources)
+    # Everything is prepared before the write transaction, which then only runs INSERTs: SQLite has one writer
+    # at a time, so the time spent holding its lock bounds the submission rate. Concurrent submissions share
+    # one transaction (ctx.submissions, a group commit), which costs one BEGIN/COMMIT for all of them.
+    values = {
+        "uid": str(uuid.uuid4()), "name": spec.name, "project_id": project_id, "user_id": actor.user_id,
+        "image": spec.image, "command": list(spec.command), "env": dict(spec.env), "working_dir": spec.working_dir,
+        "resources": {k: str(v) for k, v in spec.resources.items()}, "cpu_m": resources.cpu_m,
+        "memory_bytes": resources.memory_bytes, "gpus": resources.gpus, "accelerator_model": spec.accelerator_model,
+        "max_runtime_s": spec.max_runtime, "priority": spec.priority, "phase": JobPhase.QUEUED.value,
+        "reason": "waiting for placement", "exit_code": None, "devices": [], "created_at": utcnow(),
+        "started_at": None, "finished_at": None, "resubmitted_from": resubmitted_from,
+    }
+    events = [("Submitted", f"submitted by {actor.username}")]
+    if ctx.backend.name == "local":
+        events.append(("HostEnvironment", (
+            f"image '{spec.image}' recorded; the local backend runs the command in the host environment")))
+    workload = Workload(
+        uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
+        command=tuple(spec.command), env=dict(spec.env), working_dir=spec.working_dir, resources=resources,
+        accelerator_model=spec.accelerator_model, max_runtime_s=spec.max_runtime, priority=spec.priority,
+        created_at=values["created_at"],
+    )
+    job_id, backend_error = ctx.submissions.run(
+        (values, events, actor, f"{project_name}/{spec.name}#", workload), lambda batch: _write_submissions(ctx, batch)
+    )
     ctx.kick.set()
-    return public
+    if backend_error is not None:
+        raise backend_error
+    return JobPublic(
+        id=job_id, uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
+        command=values["command"], env=values["env"], working_dir=spec.working_dir, phase=values["phase"],
+        reason=values["reason"], exit_code=None, resources=values["resources"],
+        accelerator_model=spec.accelerator_model, gpus=resources.gpus, devices=[], max_runtime=spec.max_runtime,
+        priority=spec.priority, created_at=values["created_at"], started_at=None, finished_at=None,
+        resubmitted_from=resubmitted_from,
+    )
+
+
+def _write_submissions(ctx: ServiceContext, batch: list[tuple]) -> list[tuple[int, Exception | None]]:
+    """Write prepared submissions ``(job values, [(event reason, message)], actor, oplog target prefix,
+    workload)`` in one transaction - the jobs, their events and their operation-log rows - then hand the
+    workloads to the backend. Returns ``(job id, backend error or None)`` per submission, in order.
+
+    Only the transaction may raise (nothing is written then, and GroupCommit retries the items one by one);
+    a backend error comes back with its item, as ``backend.create`` raising did before batching.
+    """
+    with ctx.session() as s:
+        if len(batch) == 1:
+            ids = [s.execute(_JOBS.insert(), batch[0][0]).inserted_primary_key[0]]
+        else:  # one executemany, then the new ids by uid (unique): two statements for any batch size
+            s.execute(_JOBS.insert(), [item[0] for item in batch])
+            by_uid = dict(s.execute(
+                sa_select(_JOBS.c.uid, _JOBS.c.id).where(_JOBS.c.uid.in_([item[0]["uid"] for item in batch]))
+            ).all())
+            ids = [by_uid[item[0]["uid"]] for item in batch]
+        at = utcnow()
+        s.execute(_JOB_EVENTS.insert(), [
+            {"job_id": job_id, "at": at, "phase": values["phase"], "reason": reason, "message": message}
+            for job_id, (values, events, _, _, _) in zip(ids, batch) for reason, message in events
+        ])
+        s.execute(_OPERATION_LOGS.insert(), [
+            oplog.row(actor, "job:create", f"{target}{job_id}") for job_id, (_, _, actor, target, _) in zip(ids, batch)
+        ])
+    # A crash between the commit above and the backend's create is repaired by services.reconcile.repair().
+    workloads = [item[4] for item in batch]
+    errors: list[Exception | None] = [None] * len(batch)
+    create_many = getattr(ctx.backend, "create_many", None)  # optional: one backend transaction for all
+    try:
+        if create_many is not None and len(workloads) > 1:
+            create_many(workloads)
+        else:
+            for w in workloads:
+                ctx.backend.create(w)
+    except Exception:  # noqa: BLE001 - find out which one failed (create is idempotent on uid)
+        for i, w in enumerate(workloads):
+            try:
+                ctx.backend.create(w)
+            except Exception as exc:  # noqa: BLE001 - reaches the caller that submitted this job
+                errors[i] = exc
+    return list(zip(ids, errors))
+
+
+def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tuple[int, str]:
+    """``(id, name)`` of the project a job goes to: ``name``, or the actor's default project.
+
+    Projects are never renamed or deleted, so lookups are cached in the context (only found ones).
+    """
+    cache = ctx.cache
+    if name is None:
+        if actor.default_project_id is None:
+            raise InvalidInput("project is required: you have no default project", "project")
+        cached = cache.get(("project-name", actor.default_project_id))
+        if cached is not None:
+            return actor.default_project_id, cached
+        with ctx.session(read_only=True) as s:
+            project = s.get(Project, actor.default_project_id)
+            if project is None:
+                raise NotFound(f"project {actor.default_project_id} does not exist", "project")
+    else:
+        project_id = cache.get(("project-id", name))
+        if project_id is not None:
+            return project_id, name
+        with ctx.session(read_only=True) as s:
+            project = s.exec(select(Project).where(Project.name == name)).first()
+            if project is None:
+                raise NotFound(f"project '{name}' does not exist", "project")
+    cache[("project-name", project.id)] = project.name
+    cache[("project-id", project.name)] = project.id
+    return project.id, project.name
 
 
 def _visible(actor: Actor, stmt):
@@ -146,22 +240,57 @@ def list_jobs(
         raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
     if q is not None and len(q) > 63:
         raise InvalidInput("q is limited to 63 characters (job names are DNS-1123 labels)", "q")
-    stmt = _visible(actor, select(Job))
-    count = _visible(actor, select(func.count()).select_from(Job))
+    params: dict = {"offset": (page - 1) * page_size, "limit": page_size}
+    if actor.is_admin:
+        visibility = "all"
+    else:
+        params["user_id"] = actor.user_id
+        params["projects"] = readable_projects(actor)
+        visibility = "own+projects" if params["projects"] else "own"
     if phase:
-        stmt, count = stmt.where(Job.phase == phase), count.where(Job.phase == phase)
+        params["phase"] = phase
     if q:
-        pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        stmt = stmt.where(Job.name.like(pattern, escape="\\"))
-        count = count.where(Job.name.like(pattern, escape="\\"))
-    with ctx.session() as s:
-        total = s.exec(count).one()
-        rows = s.exec(stmt.order_by(Job.id.desc()).offset((page - 1) * page_size).limit(page_size)).all()
+        params["pattern"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    count, rows_of_page = _list_statements(visibility, bool(phase), bool(q))
+    with ctx.session(read_only=True) as s:
+        conn = s.connection()
+        total = conn.execute(count, params).scalar_one()
+        rows = conn.execute(rows_of_page, params).all()
         return JobPage(items=[_public(s, j) for j in rows], total=total, page=page, page_size=page_size)
 
 
+@lru_cache(maxsize=None)
+def _list_statements(visibility: str, by_phase: bool, by_name: bool) -> tuple:
+    """``(count, page)`` statements of :func:`list_jobs` for one shape of filter, built once: the values are
+    bound parameters (``user_id``, ``projects``, ``phase``, ``pattern``, ``offset``, ``limit``).
+
+    ``visibility``: ``all`` (platform admin), ``own`` (the actor's jobs) or ``own+projects`` (also every job
+    of the projects the actor administers or views) - the same rule as :func:`_visible`. The page is read in
+    two steps: the page's ids (answered from the indexes, which hold the filter columns), then only those
+    rows, as plain rows rather than ORM objects, so its cost does not grow with the rows filtered or skipped.
+    """
+    c = _JOBS.c
+
+    def where(stmt):
+        if visibility == "own":
+            stmt = stmt.where(c.user_id == bindparam("user_id"))
+        elif visibility == "own+projects":
+            stmt = stmt.where(or_(c.user_id == bindparam("user_id"), c.project_id.in_(bindparam("projects", expanding=True))))
+        if by_phase:
+            stmt = stmt.where(c.phase == bindparam("phase"))
+        if by_name:
+            stmt = stmt.where(c.name.like(bindparam("pattern"), escape="\\"))
+        return stmt
+
+    count = where(sa_select(func.count()).select_from(_JOBS))
+    ids = where(sa_select(c.id)).order_by(c.id.desc()).offset(bindparam("offset")).limit(bindparam("limit"))
+    page = sa_select(*_PUBLIC_COLUMNS).where(c.id.in_(ids)).order_by(c.id.desc())
+    return count, page
+
+
 def _readable(s, actor: Actor, job_id: int) -> Job:
-    job = s.get(Job, job_id)
+    # Ids outside the 64-bit range cannot exist (and SQLite's driver raises OverflowError on them).
+    job = s.get(Job, job_id) if 0 < job_id < 2**63 else None
     if job is None or not can_read_job(actor, job.user_id, job.project_id):
         raise NotFound(f"job {job_id} does not exist", "id")
     return job
@@ -169,13 +298,13 @@ def _readable(s, actor: Actor, job_id: int) -> Job:
 
 def get_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     """One job. Raises :class:`NotFound` when it does not exist or the actor may not read it."""
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         return _public(s, _readable(s, actor, job_id))
 
 
 def job_events(ctx: ServiceContext, actor: Actor, job_id: int) -> list[JobEventPublic]:
     """The job's events, oldest first. Raises :class:`NotFound` like :func:`get_job`."""
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         _readable(s, actor, job_id)
         rows = s.exec(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all()
         return [JobEventPublic(id=e.id, at=e.at, phase=e.phase, reason=e.reason, message=e.message) for e in rows]
@@ -189,7 +318,7 @@ def job_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 6
     """
     if not 1 <= tail_bytes <= MAX_LOG_TAIL_BYTES:
         raise InvalidInput(f"tail_bytes must be between 1 and {MAX_LOG_TAIL_BYTES}", "tail_bytes")
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         uid = _readable(s, actor, job_id).uid
     return ctx.backend.read_logs(uid, tail_bytes)
 
@@ -219,7 +348,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
 
 def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     """Submit a copy of job ``job_id`` as a new job (same spec, same project). Same errors as submit."""
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         job = _readable(s, actor, job_id)
         raw = {
             "name": job.name, "project": _name(s, Project, job.project_id), "image": job.image,

@@ -24,7 +24,7 @@ def list_nodes(ctx: ServiceContext, actor: Actor) -> list[NodePublic]:
     uids = {uid for n in nodes for uid in n.allocations.values()}
     holders: dict[str, tuple[Job, str]] = {}
     if uids:
-        with ctx.session() as s:
+        with ctx.session(read_only=True) as s:
             for job, username in s.exec(select(Job, User.username).join(User, User.id == Job.user_id).where(Job.uid.in_(uids))):
                 holders[job.uid] = (job, username)
     out = []

@@ -8,11 +8,15 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import WorkloadStatus
+from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, JobEvent, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
@@ -27,6 +31,10 @@ _STATE_TO_PHASE = {
     "Failed": JobPhase.FAILED, "Cancelled": JobPhase.CANCELLED,
 }
 _ACTIVE = (JobPhase.QUEUED.value, JobPhase.RUNNING.value)
+_JOBS = Job.__table__
+_SAME_PHASE_UPDATE = (
+    _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).values(reason=bindparam("b_reason"), devices=bindparam("b_devices"))
+)
 
 
 class Reconciler:
@@ -52,9 +60,28 @@ class Reconciler:
     def _apply(self, changes: list[WorkloadStatus]) -> None:
         latest = {c.uid: c for c in changes}
         with self.ctx.session() as s:
-            jobs = s.exec(select(Job).where(Job.uid.in_(list(latest)))).all()
-            for job in jobs:
-                self._apply_one(s, job, latest[job.uid])
+            # Most changes keep the phase and only bring a new message (e.g. a queued job's position): those are
+            # one UPDATE of reason/devices each, sent together; only the rest go through ORM objects and
+            # _apply_one. The outcome is the same as _apply_one for every job (it does exactly this when the
+            # phase is unchanged).
+            conn = s.connection()
+            rows = conn.execute(
+                sa_select(_JOBS.c.id, _JOBS.c.uid, _JOBS.c.phase, _JOBS.c.reason, _JOBS.c.devices)
+                .where(_JOBS.c.uid.in_(list(latest)))
+            ).all()
+            updates, others = [], []
+            for job_id, uid, phase, reason, devices in rows:
+                status = latest[uid]
+                if _STATE_TO_PHASE.get(status.state) == JobPhase(phase):
+                    if reason != status.message or list(status.devices) != devices:
+                        updates.append({"b_id": job_id, "b_reason": status.message, "b_devices": list(status.devices)})
+                else:
+                    others.append(uid)
+            if updates:
+                conn.execute(_SAME_PHASE_UPDATE, updates)
+            if others:
+                for job in s.exec(select(Job).where(Job.uid.in_(others))).all():
+                    self._apply_one(s, job, latest[job.uid])
 
     @staticmethod
     def _apply_one(s, job: Job, status: WorkloadStatus) -> None:
@@ -131,12 +158,16 @@ class LeaderLoop:
     ``loop_interval_s`` or until ``ctx.kick`` is set.
     """
 
+    MIN_GAP_S = 0.01
+    STATS_EVERY_S = 3600.0  # query-planner statistics are refreshed by the leader this often (and on taking over)
+
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
         self.holder = holder_id()
         self.reconciler = Reconciler(ctx)
         self.leader = False
         self._stop = threading.Event()
+        self._stats_at = -1e18
 
     def step(self) -> None:
         """One round (see class docstring)."""
@@ -150,18 +181,32 @@ class LeaderLoop:
             self.reconciler.rev = 0
             self.reconciler.sync()
             self.reconciler.repair()
+        if time.monotonic() - self._stats_at > self.STATS_EVERY_S:
+            self._stats_at = time.monotonic()
+            with self.ctx.session() as s:
+                refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
 
     def run(self) -> None:
-        """Loop until :meth:`stop`; errors are logged and the loop goes on."""
+        """Loop until :meth:`stop`; errors are logged and the loop goes on.
+
+        A kick starts the next round at once, but never sooner than ``MIN_GAP_S`` (or three times the last
+        round's duration) after the previous round ended: under a stream of submissions, each of which kicks,
+        rounds would otherwise run back to back and take the interpreter from the requests themselves.
+        """
         while not self._stop.is_set():
             self.ctx.kick.clear()
+            started = time.monotonic()
             try:
                 self.step()
             except Exception:  # noqa: BLE001 - a loop must survive one bad round
                 log.exception("crater loop round failed")
+            ended = time.monotonic()
             self.ctx.kick.wait(self.ctx.settings.loop_interval_s)
+            gap = max(self.MIN_GAP_S, 3 * (ended - started)) - (time.monotonic() - ended)
+            if gap > 0:
+                self._stop.wait(gap)
         if self.leader:
             leases.release(self.ctx, LEASE_NAME, self.holder)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 import threading
 import time
 from datetime import timedelta
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
@@ -28,6 +30,12 @@ _LAST_USED_EVERY_S = 60.0
 _cache: dict[str, tuple[float, Actor, float | None]] = {}
 _cache_lock = threading.Lock()
 _last_used: dict[str, float] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    """A hash of a random secret, checked against when the user does not exist (constant-time login)."""
+    return hash_password(secrets.token_urlsafe(16))
 
 
 def _public(user: User, project_name: str | None) -> UserPublic:
@@ -59,7 +67,7 @@ def ensure_admin(ctx: ServiceContext, password: str | None) -> str | None:
         The generated password (to print once) or ``None`` when the admin existed or a password was given.
     """
     project_id = ensure_default_project(ctx)
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         if s.exec(select(User).where(User.username == ADMIN_USERNAME)).first() is not None:
             return None
     generated = None
@@ -118,7 +126,7 @@ def list_users(ctx: ServiceContext, actor: Actor) -> list[UserPublic]:
     """All users, by name (platform admins only). Raises :class:`Forbidden` otherwise."""
     if not can_manage_users(actor):
         raise Forbidden("only platform admins may list users")
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         projects = {p.id: p.name for p in s.exec(select(Project))}
         return [_public(u, projects.get(u.default_project_id)) for u in s.exec(select(User).order_by(User.username))]
 
@@ -136,14 +144,17 @@ def login(ctx: ServiceContext, username: object, password: object) -> TokenPubli
             raise InvalidInput(f"{name} is required and must be a string", name)
         if len(value) > MAX_PASSWORD_CHARS:
             raise InvalidInput(f"{name} is limited to {MAX_PASSWORD_CHARS} characters", name)
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         user = s.exec(select(User).where(User.username == username)).first()
-        if user is None or not verify_password(user.password_hash, password):
-            raise Unauthenticated("wrong user name or password")
-        if user.status != "active":
-            raise Unauthenticated(f"account '{username}' is {user.status}")
-        secret, digest = new_token()
-        expires = utcnow() + timedelta(seconds=ctx.settings.token_ttl_s)
+    # The (deliberately slow) hash check runs outside any transaction, so it holds no database lock.
+    # An unknown name costs one hash check too, so response times do not tell which user names exist.
+    if not verify_password(user.password_hash if user is not None else _dummy_hash(), password) or user is None:
+        raise Unauthenticated("wrong user name or password")
+    if user.status != "active":
+        raise Unauthenticated(f"account '{username}' is {user.status}")
+    secret, digest = new_token()
+    expires = utcnow() + timedelta(seconds=ctx.settings.token_ttl_s)
+    with ctx.session() as s:
         s.add(ApiToken(user_id=user.id, token_hash=digest, kind="session", expires_at=expires))
         oplog.record(s, Actor(user.id, user.username, user.role), "auth:login", username)
     return TokenPublic(access_token=secret, expires_at=expires)
@@ -169,13 +180,12 @@ def authenticate(ctx: ServiceContext, token: str | None) -> Actor:
     """
     if not token:
         raise Unauthenticated("sign in first: send 'Authorization: Bearer <token>'")
+    cached = cached_actor(token)
+    if cached is not None:
+        return cached
     digest = hash_token(token)
     now = time.monotonic()
-    with _cache_lock:
-        hit = _cache.get(digest)
-    if hit is not None and now - hit[0] < _CACHE_TTL_S and (hit[2] is None or hit[2] > time.time()):
-        return hit[1]
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         row = s.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
         if row is None or row.revoked_at is not None:
             raise Unauthenticated("the token is unknown or revoked")
@@ -186,19 +196,34 @@ def authenticate(ctx: ServiceContext, token: str | None) -> Actor:
             raise Unauthenticated("the account is not active")
         roles = {m.project_id: m.role for m in s.exec(select(ProjectMember).where(ProjectMember.user_id == user.id))}
         actor = Actor(user.id, user.username, user.role, roles, user.default_project_id)
-        if now - _last_used.get(digest, -1e9) > _LAST_USED_EVERY_S:
-            row.last_used_at = utcnow()
-            s.add(row)
-            _last_used[digest] = now
         expires = row.expires_at.timestamp() if row.expires_at else None
+    if now - _last_used.get(digest, -1e9) > _LAST_USED_EVERY_S:
+        with ctx.session() as s:  # its own short write, only once a minute per token
+            s.exec(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=utcnow()))  # type: ignore[call-overload]
+        _last_used[digest] = now
     with _cache_lock:
         _cache[digest] = (now, actor, expires)
     return actor
 
 
+def cached_actor(token: str | None) -> Actor | None:
+    """The :class:`Actor` of ``token`` when :func:`authenticate` resolved it less than 5 s ago, else ``None``.
+
+    No I/O, so an async caller can try it before handing :func:`authenticate` to a thread.
+    """
+    if not token:
+        return None
+    digest = hash_token(token)
+    with _cache_lock:
+        hit = _cache.get(digest)
+    if hit is not None and time.monotonic() - hit[0] < _CACHE_TTL_S and (hit[2] is None or hit[2] > time.time()):
+        return hit[1]
+    return None
+
+
 def me(ctx: ServiceContext, actor: Actor) -> UserPublic:
     """The actor's own user record."""
-    with ctx.session() as s:
+    with ctx.session(read_only=True) as s:
         user = s.get(User, actor.user_id)
         project = s.get(Project, user.default_project_id) if user.default_project_id else None
         return _public(user, project.name if project else None)

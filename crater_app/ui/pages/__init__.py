@@ -4,9 +4,28 @@ from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.ui.pages.index import index
+from crater_app.state import AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState
+from crater_app.ui.pages.admin_users import admin_users_page
+from crater_app.ui.pages.job_detail import job_detail_page
+from crater_app.ui.pages.job_new import new_job_page
+from crater_app.ui.pages.jobs import jobs_page
+from crater_app.ui.pages.login import login
+from crater_app.ui.pages.nodes import nodes_page
+
+TITLE = "Crater"
+
+
+def index() -> rx.Component:
+    """``/``: sends the browser on to the jobs list (which sends it to /login when signed out)."""
+    return rx.center(rx.spinner(size="3"), min_height="100vh")
 
 
 def register(app: rx.App) -> None:
     """Add every console page to ``app``."""
-    app.add_page(index, route="/", title="Crater")
+    app.add_page(index, route="/", title=TITLE, on_load=rx.redirect("/jobs"))
+    app.add_page(login, route="/login", title=TITLE, on_load=LoginState.load)
+    app.add_page(jobs_page, route="/jobs", title=TITLE, on_load=JobsState.load)
+    app.add_page(new_job_page, route="/jobs/new", title=TITLE, on_load=NewJobState.load)
+    app.add_page(job_detail_page, route="/jobs/[id]", title=TITLE, on_load=JobDetailState.load)
+    app.add_page(nodes_page, route="/nodes", title=TITLE, on_load=NodesState.load)
+    app.add_page(admin_users_page, route="/admin/users", title=TITLE, on_load=AdminUsersState.load)

@@ -1,0 +1,242 @@
+"""Shared console components: translation lookup, the top bar, page frame, badges and callouts."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app import i18n
+from crater_app.state import AppState
+
+PHASE_COLORS = (
+    ("Queued", "amber"),
+    ("Running", "blue"),
+    ("Succeeded", "green"),
+    ("Failed", "red"),
+    ("Cancelled", "gray"),
+)
+PHASE_ICONS = (
+    ("Queued", "clock"),
+    ("Running", "loader"),
+    ("Succeeded", "circle_check"),
+    ("Failed", "circle_x"),
+    ("Cancelled", "ban"),
+)
+ROLE_COLORS = (("admin", "crimson"), ("user", "indigo"), ("guest", "gray"))
+MONO = "var(--code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
+
+
+def t(key: str) -> rx.Var:
+    """The text for ``key`` in the session's language (a key of ``i18n/en.json``)."""
+    return AppState.tr[key]
+
+
+def t_dynamic(prefix: str, value: rx.Var) -> rx.Var:
+    """The text for the key ``prefix + value`` (e.g. ``phase.`` + a job's phase word)."""
+    return AppState.tr[rx.Var.create(prefix) + value]
+
+
+def phase_badge(phase: rx.Var, size: str = "2") -> rx.Component:
+    """A colored status badge with a translated label (the API word stays in ``data-phase``)."""
+    return rx.badge(
+        rx.match(phase, *[(p, rx.icon(icon, size=12)) for p, icon in PHASE_ICONS], rx.icon("circle_help", size=12)),
+        t_dynamic("phase.", phase),
+        color_scheme=rx.match(phase, *PHASE_COLORS, "gray"),
+        variant="soft",
+        size=size,
+        radius="full",
+        custom_attrs={"data-phase": phase},
+        class_name="phase-badge",
+    )
+
+
+def role_badge(role: rx.Var) -> rx.Component:
+    """A platform-role badge (admin / user / guest)."""
+    return rx.badge(t_dynamic("role.", role), color_scheme=rx.match(role, *ROLE_COLORS, "gray"), variant="surface")
+
+
+def error_callout(message: rx.Var, **props) -> rx.Component:
+    """A red callout showing a service error message when ``message`` is not empty."""
+    return rx.cond(
+        message != "",
+        rx.callout.root(
+            rx.callout.icon(rx.icon("triangle_alert")),
+            rx.callout.text(message),
+            color_scheme="red",
+            role="alert",
+            width="100%",
+            **props,
+        ),
+    )
+
+
+def section_title(text: rx.Var, icon: str | None = None) -> rx.Component:
+    """A card heading with an optional icon."""
+    return rx.hstack(
+        rx.icon(icon, size=18, color=rx.color("gray", 10)) if icon else rx.fragment(),
+        rx.heading(text, size="4", weight="bold"),
+        align="center",
+        spacing="2",
+    )
+
+
+def page_header(title: rx.Var, subtitle: rx.Var | None = None, *actions: rx.Component, crumbs=None) -> rx.Component:
+    """Page title (text or a component), a gray subtitle and right-aligned actions."""
+    title_el = title if isinstance(title, rx.Component) else rx.heading(title, size="7", weight="bold", id="page-title")
+    return rx.flex(
+        rx.vstack(
+            crumbs if crumbs is not None else rx.fragment(),
+            title_el,
+            rx.text(subtitle, size="2", color_scheme="gray") if subtitle is not None else rx.fragment(),
+            spacing="1",
+        ),
+        rx.spacer(),
+        rx.hstack(*actions, spacing="3", align="center"),
+        width="100%",
+        align="end",
+        wrap="wrap",
+        gap="4",
+    )
+
+
+def _nav_link(label: rx.Var, href: str, icon: str, active: bool, key: str) -> rx.Component:
+    return rx.link(
+        rx.hstack(rx.icon(icon, size=16), rx.text(label, size="2", weight="medium"), spacing="2", align="center"),
+        href=href,
+        underline="none",
+        color=rx.color("accent", 11) if active else rx.color("gray", 11),
+        padding_x="var(--space-3)",
+        padding_y="var(--space-2)",
+        border_radius="var(--radius-2)",
+        background_color=rx.color("accent", 3) if active else "transparent",
+        _hover={"background_color": rx.color("gray", 3), "color": rx.color("gray", 12)},
+        id=f"nav-{key}",
+    )
+
+
+def language_switch() -> rx.Component:
+    """English / 简体中文, remembered in this browser."""
+    return rx.select.root(
+        rx.select.trigger(variant="ghost", color="gray", aria_label=t("nav.language"), id="lang-switch"),
+        rx.select.content(
+            *[rx.select.item(t(f"lang.{code}"), value=code) for code in i18n.LANGUAGES],
+        ),
+        value=AppState.lang_code,
+        on_change=AppState.set_lang,
+        size="2",
+    )
+
+
+def user_menu() -> rx.Component:
+    """The signed-in user's name, role and the sign-out item."""
+    return rx.menu.root(
+        rx.menu.trigger(
+            rx.button(
+                rx.icon("circle_user_round", size=18),
+                rx.text(AppState.username, id="nav-username"),
+                rx.icon("chevron_down", size=14),
+                variant="ghost",
+                color_scheme="gray",
+                id="user-menu",
+            ),
+        ),
+        rx.menu.content(
+            rx.menu.item(
+                rx.hstack(rx.text(t("nav.signed_in_as"), size="1", color_scheme="gray"), role_badge(AppState.role),
+                          align="center", spacing="2"),
+                disabled=True,
+            ),
+            rx.menu.separator(),
+            rx.menu.item(rx.icon("log_out", size=14), t("nav.sign_out"), on_click=AppState.sign_out, color="red",
+                         id="sign-out"),
+            align="end",
+        ),
+    )
+
+
+def logo(size: str = "5") -> rx.Component:
+    """The Crater word mark."""
+    return rx.hstack(
+        rx.center(rx.icon("hexagon", size=20, color="white"), background=rx.color("accent", 9), border_radius="8px",
+                  width="30px", height="30px"),
+        rx.heading(t("app.name"), size=size, weight="bold"),
+        align="center",
+        spacing="2",
+    )
+
+
+def navbar(active: str) -> rx.Component:
+    """The top bar: logo, sections, language switch and user menu."""
+    return rx.box(
+        rx.hstack(
+            rx.link(logo("4"), href="/jobs", underline="none", color=rx.color("gray", 12)),
+            rx.separator(orientation="vertical", size="2"),
+            _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
+            _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
+            rx.cond(AppState.is_admin,
+                    _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin")),
+            rx.spacer(),
+            rx.hstack(rx.icon("languages", size=16, color=rx.color("gray", 10)), language_switch(), align="center",
+                      spacing="3"),
+            user_menu(),
+            align="center",
+            spacing="3",
+            max_width="1280px",
+            margin_x="auto",
+            padding_x="var(--space-5)",
+            height="56px",
+        ),
+        position="sticky",
+        top="0",
+        z_index="10",
+        background_color=rx.color("gray", 1),
+        border_bottom=f"1px solid {rx.color('gray', 5)}",
+    )
+
+
+def shell(*children: rx.Component, active: str = "") -> rx.Component:
+    """A signed-in console page: top bar plus the page body."""
+    return rx.box(
+        navbar(active),
+        rx.box(
+            rx.vstack(*children, spacing="5", width="100%"),
+            max_width="1280px",
+            margin_x="auto",
+            padding_x="var(--space-5)",
+            padding_y="var(--space-6)",
+        ),
+        min_height="100vh",
+        background_color=rx.color("gray", 2),
+        lang=AppState.lang_code,
+    )
+
+
+def loading() -> rx.Component:
+    """A centered spinner."""
+    return rx.center(rx.spinner(size="3"), padding="var(--space-8)", width="100%")
+
+
+def field(label: rx.Var, control: rx.Component, hint=None, required: bool = False) -> rx.Component:
+    """A labelled form control with an optional hint (text or component) below."""
+    if hint is None:
+        hint_el = rx.fragment()
+    elif isinstance(hint, rx.Component):
+        hint_el = hint
+    else:
+        hint_el = rx.text(hint, size="1", color_scheme="gray")
+    return rx.vstack(
+        rx.hstack(
+            rx.text(label, size="2", weight="medium", as_="label"),
+            rx.text("*", color_scheme="red", size="2") if required else rx.fragment(),
+            spacing="1",
+        ),
+        control,
+        hint_el,
+        spacing="1",
+        width="100%",
+        align="stretch",
+    )
+
+
+def mono(text: rx.Var, **props) -> rx.Component:
+    """Inline monospace text (user data, escaped)."""
+    return rx.text(text, font_family=MONO, size="2", **props)

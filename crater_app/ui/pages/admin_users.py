@@ -1,0 +1,130 @@
+"""/admin/users: create accounts and list them (platform admins; the service enforces it)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.state import AdminUsersState, AppState
+from crater_app.state.admin import ROLES
+from crater_app.ui.components import (
+    MONO, error_callout, field, loading, page_header, role_badge, section_title, shell, t,
+)
+
+
+def _create_form() -> rx.Component:
+    return rx.card(
+        rx.form(
+            rx.vstack(
+                section_title(t("admin.create.title"), "user_plus"),
+                rx.grid(
+                    field(t("admin.username"), rx.input(name="username", id="new-username", required=True,
+                                                        max_length=63, font_family=MONO),
+                          t("admin.username.hint"), required=True),
+                    field(t("admin.password"), rx.input(name="password", id="new-password", type="password",
+                                                        required=True, auto_complete="new-password"),
+                          t("admin.password.hint"), required=True),
+                    field(t("admin.role"), rx.select.root(
+                        rx.select.trigger(width="100%", id="new-role"),
+                        rx.select.content(*[rx.select.item(t(f"role.{r}"), value=r) for r in ROLES]),
+                        value=AdminUsersState.role_choice,
+                        on_change=AdminUsersState.set_role_choice,
+                    )),
+                    field(t("admin.display_name"), rx.input(name="display_name", id="new-display-name",
+                                                            max_length=128)),
+                    field(t("admin.email"), rx.input(name="email", id="new-email", type="email", max_length=254)),
+                    columns=rx.breakpoints(initial="1", sm="2", md="3"),
+                    spacing="4",
+                    width="100%",
+                ),
+                error_callout(AdminUsersState.error, id="create-user-error"),
+                rx.hstack(
+                    rx.button(rx.icon("user_plus", size=16), t("admin.create.submit"), type="submit",
+                              id="create-user"),
+                    justify="end",
+                    width="100%",
+                ),
+                spacing="4",
+                width="100%",
+            ),
+            on_submit=AdminUsersState.create,
+            reset_on_submit=False,
+            key=AdminUsersState.form_key,
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _user_row(user: rx.Var) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.text(user["username"], weight="medium", font_family=MONO)),
+        rx.table.cell(rx.cond(user["display_name"] != "", user["display_name"], "—")),
+        rx.table.cell(rx.cond(user["email"] != "", user["email"], "—")),
+        rx.table.cell(role_badge(user["role"])),
+        rx.table.cell(rx.badge(t_status(user["status"]), color_scheme=rx.cond(user["status"] == "active", "green",
+                                                                                "gray"), variant="soft")),
+        rx.table.cell(user["project"]),
+        rx.table.cell(rx.text(user["created"], size="1", font_family=MONO)),
+        align="center",
+        class_name="user-row",
+    )
+
+
+def t_status(status: rx.Var) -> rx.Var:
+    """Translated account status."""
+    return AppState.tr[rx.Var.create("status.") + status]
+
+
+def _users_table() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("admin.list.title"), "users"),
+            rx.table.root(
+                rx.table.header(rx.table.row(
+                    rx.table.column_header_cell(t("admin.col.username")),
+                    rx.table.column_header_cell(t("admin.col.display_name")),
+                    rx.table.column_header_cell(t("admin.col.email")),
+                    rx.table.column_header_cell(t("admin.col.role")),
+                    rx.table.column_header_cell(t("admin.col.status")),
+                    rx.table.column_header_cell(t("admin.col.project")),
+                    rx.table.column_header_cell(t("admin.col.created")),
+                )),
+                rx.table.body(rx.foreach(AdminUsersState.users, _user_row)),
+                variant="ghost",
+                size="2",
+                width="100%",
+                id="users-table",
+            ),
+            spacing="3",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _forbidden() -> rx.Component:
+    return rx.callout.root(
+        rx.callout.icon(rx.icon("shield_alert")),
+        rx.callout.text(t("admin.forbidden")),
+        color_scheme="amber",
+        size="2",
+        id="admin-forbidden",
+    )
+
+
+def admin_users_page() -> rx.Component:
+    """User administration."""
+    return shell(
+        page_header(t("admin.title"), t("admin.subtitle")),
+        rx.cond(
+            AdminUsersState.loaded,
+            rx.cond(
+                AdminUsersState.forbidden,
+                _forbidden(),
+                rx.vstack(_create_form(), _users_table(), spacing="5", width="100%"),
+            ),
+            rx.vstack(error_callout(AdminUsersState.error), loading(), width="100%"),
+        ),
+        active="admin",
+    )

@@ -1,0 +1,277 @@
+"""/jobs/[id]: status, reason, exit code, devices, event timeline and a live log tail."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.state import JobDetailState
+from crater_app.ui.components import MONO, error_callout, loading, page_header, phase_badge, section_title, shell, t
+
+J = JobDetailState.job
+
+
+def _crumbs() -> rx.Component:
+    return rx.hstack(
+        rx.link(t("nav.jobs"), href="/jobs", size="2", color_scheme="gray"),
+        rx.icon("chevron_right", size=14, color=rx.color("gray", 9)),
+        rx.text("#", J["id"], size="2", color_scheme="gray"),
+        align="center",
+        spacing="1",
+    )
+
+
+def _item(label: rx.Var, value: rx.Component | rx.Var, item_id: str | None = None) -> rx.Component:
+    content = value if isinstance(value, rx.Component) else rx.text(rx.cond(value != "", value, "—"))
+    return rx.data_list.item(
+        rx.data_list.label(label, min_width="130px"),
+        rx.data_list.value(content, id=item_id) if item_id else rx.data_list.value(content),
+        align="center",
+    )
+
+
+def _cancel_button() -> rx.Component:
+    return rx.alert_dialog.root(
+        rx.alert_dialog.trigger(
+            rx.button(rx.icon("square", size=14), t("job.cancel"), color_scheme="red", variant="soft",
+                      id="cancel-job"),
+        ),
+        rx.alert_dialog.content(
+            rx.alert_dialog.title(t("job.cancel.confirm_title")),
+            rx.alert_dialog.description(t("job.cancel.confirm_text"), size="2"),
+            rx.hstack(
+                rx.alert_dialog.cancel(rx.button(t("common.back"), variant="soft", color_scheme="gray")),
+                rx.alert_dialog.action(rx.button(t("job.cancel"), color_scheme="red", on_click=JobDetailState.cancel,
+                                                 id="confirm-cancel")),
+                spacing="3",
+                justify="end",
+                margin_top="var(--space-4)",
+            ),
+            max_width="440px",
+        ),
+    )
+
+
+def _actions() -> list[rx.Component]:
+    return [
+        rx.cond(JobDetailState.finished, rx.fragment(), _cancel_button()),
+        rx.button(rx.icon("rotate_ccw", size=14), t("job.resubmit"), variant="soft", on_click=JobDetailState.resubmit,
+                  id="resubmit-job"),
+    ]
+
+
+def _overview() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("job.section.status"), "activity"),
+            rx.data_list.root(
+                _item(t("job.status"), phase_badge(J["phase"]), "job-phase"),
+                _item(t("job.reason"), J["reason"]),
+                _item(t("job.exit_code"), rx.text(rx.cond(J["exit_code"] != "", J["exit_code"], "—"),
+                                                  font_family=MONO), "job-exit-code"),
+                _item(t("job.user"), J["user"]),
+                _item(t("job.project"), J["project"]),
+                _item(t("job.created"), J["created"]),
+                _item(t("job.started"), J["started"]),
+                _item(t("job.finished"), J["finished"]),
+                _item(t("job.runtime"), J["runtime"]),
+                rx.cond(
+                    J["resubmitted_from"] != "",
+                    _item(t("job.resubmitted_from"),
+                          rx.link("#", J["resubmitted_from"], href="/jobs/" + J["resubmitted_from"])),
+                ),
+                size="2",
+            ),
+            spacing="4",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _resources() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("job.section.resources"), "cpu"),
+            rx.data_list.root(
+                _item(t("job.gpus"), rx.text(J["gpus"], rx.cond(J["model"] != "", " × " + J["model"], ""))),
+                _item(
+                    t("job.devices"),
+                    rx.cond(
+                        JobDetailState.device_list.length() > 0,
+                        rx.hstack(rx.foreach(JobDetailState.device_list,
+                                             lambda d: rx.badge("GPU ", d, variant="outline", font_family=MONO)),
+                                  spacing="1", wrap="wrap"),
+                        rx.text("—"),
+                    ),
+                    "job-devices",
+                ),
+                _item(t("job.cpu"), J["cpu"]),
+                _item(t("job.memory"), J["memory"]),
+                _item(t("job.max_runtime"), J["max_runtime"]),
+                _item(t("job.priority"), J["priority"]),
+                _item(t("job.image"), rx.text(J["image"], font_family=MONO, size="2")),
+                _item(t("job.uid"), rx.text(J["uid"], font_family=MONO, size="1", color_scheme="gray")),
+                size="2",
+            ),
+            spacing="4",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _arg(arg: rx.Var, index: rx.Var) -> rx.Component:
+    return rx.hstack(
+        rx.text(index, font_family=MONO, size="1", color_scheme="gray", min_width="28px", text_align="right",
+                padding_top="2px"),
+        rx.text(arg, font_family=MONO, size="2", white_space="pre-wrap", word_break="break-all"),
+        spacing="3",
+        align="start",
+        width="100%",
+        class_name="job-arg",
+    )
+
+
+def _command() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("job.section.command"), "terminal"),
+            rx.vstack(
+                rx.foreach(JobDetailState.argv, _arg),
+                background_color=rx.color("gray", 3),
+                border_radius="var(--radius-3)",
+                padding="var(--space-3)",
+                spacing="1",
+                width="100%",
+                id="job-command",
+            ),
+            rx.text(t("job.command.note"), size="1", color_scheme="gray"),
+            spacing="3",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _event_row(event: rx.Var) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.text(event["at"], font_family=MONO, size="1", white_space="nowrap")),
+        rx.table.cell(phase_badge(event["phase"], size="1")),
+        rx.table.cell(rx.text(event["reason"], weight="medium", size="2")),
+        rx.table.cell(rx.text(event["message"], size="2", color_scheme="gray")),
+        align="center",
+    )
+
+
+def _events() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("job.section.events"), "history"),
+            rx.table.root(
+                rx.table.header(rx.table.row(
+                    rx.table.column_header_cell(t("job.events.time")),
+                    rx.table.column_header_cell(t("job.events.phase")),
+                    rx.table.column_header_cell(t("job.events.reason")),
+                    rx.table.column_header_cell(t("job.events.message")),
+                )),
+                rx.table.body(rx.foreach(JobDetailState.events, _event_row)),
+                size="1",
+                variant="ghost",
+                width="100%",
+                id="job-events",
+            ),
+            spacing="3",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _logs() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            rx.hstack(
+                section_title(t("job.section.logs"), "scroll_text"),
+                rx.spacer(),
+                rx.cond(
+                    JobDetailState.finished,
+                    rx.text(t("job.logs.final"), size="1", color_scheme="gray"),
+                    rx.badge(rx.spinner(size="1"), t("job.logs.live"), color_scheme="green", variant="surface",
+                             radius="full"),
+                ),
+                width="100%",
+                align="center",
+            ),
+            # column-reverse keeps the view scrolled to the newest line
+            rx.box(
+                rx.el.pre(
+                    rx.cond(JobDetailState.logs != "", JobDetailState.logs, t("job.logs.empty")),
+                    id="job-logs",
+                    style={"margin": "0", "white-space": "pre-wrap", "word-break": "break-all",
+                           "font-family": MONO, "font-size": "12.5px", "line-height": "1.55"},
+                ),
+                display="flex",
+                flex_direction="column-reverse",
+                max_height="480px",
+                min_height="120px",
+                overflow_y="auto",
+                padding="var(--space-3)",
+                border_radius="var(--radius-3)",
+                background_color="#0d1117",
+                color="#e6edf3",
+                width="100%",
+            ),
+            spacing="3",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _not_found() -> rx.Component:
+    return rx.center(
+        rx.vstack(
+            rx.icon("search_x", size=40, color=rx.color("gray", 8)),
+            rx.heading(t("job.not_found"), size="5"),
+            rx.link(rx.button(t("job.back_to_list"), variant="soft"), href="/jobs"),
+            align="center",
+            spacing="3",
+        ),
+        padding_y="var(--space-9)",
+        width="100%",
+    )
+
+
+def job_detail_page() -> rx.Component:
+    """One job."""
+    return shell(
+        rx.cond(
+            JobDetailState.not_found,
+            _not_found(),
+            rx.cond(
+                JobDetailState.loaded,
+                rx.vstack(
+                    page_header(
+                        rx.hstack(rx.heading(J["name"], size="7", weight="bold", id="job-name"), phase_badge(J["phase"], size="3"),
+                                  align="center", spacing="3"),
+                        None,
+                        *_actions(),
+                        crumbs=_crumbs(),
+                    ),
+                    error_callout(JobDetailState.error),
+                    rx.grid(_overview(), _resources(), columns=rx.breakpoints(initial="1", md="2"), spacing="5",
+                            width="100%"),
+                    _command(),
+                    _logs(),
+                    _events(),
+                    spacing="5",
+                    width="100%",
+                ),
+                rx.vstack(error_callout(JobDetailState.error), loading(), width="100%"),
+            ),
+        ),
+        active="jobs",
+    )

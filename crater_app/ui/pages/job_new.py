@@ -1,0 +1,183 @@
+"""/jobs/new: the submit form (GPU model and count come from the nodes' real devices)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.state import NewJobState
+from crater_app.ui.components import MONO, error_callout, field, loading, page_header, section_title, shell, t
+
+
+def _crumbs() -> rx.Component:
+    return rx.hstack(
+        rx.link(t("nav.jobs"), href="/jobs", size="2", color_scheme="gray"),
+        rx.icon("chevron_right", size=14, color=rx.color("gray", 9)),
+        rx.text(t("newjob.title"), size="2", color_scheme="gray"),
+        align="center",
+        spacing="1",
+    )
+
+
+def _basics() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("newjob.section.basics"), "file_text"),
+            rx.grid(
+                field(t("newjob.name"), rx.input(name="name", id="job-name", placeholder="train-resnet50",
+                                                 required=True, max_length=63, font_family=MONO),
+                      t("newjob.name.hint"), required=True),
+                field(t("newjob.priority"), rx.input(name="priority", id="job-priority", type="number",
+                                                     default_value="0", min=-1000, max=1000),
+                      t("newjob.priority.hint")),
+                columns=rx.breakpoints(initial="1", sm="2"),
+                spacing="4",
+                width="100%",
+            ),
+            spacing="4",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _command() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("newjob.section.command"), "terminal"),
+            rx.radio_group.root(
+                rx.hstack(
+                    rx.radio_group.item(value="lines", id="mode-lines"),
+                    rx.text(t("newjob.command.mode.lines"), size="2", as_="label", html_for="mode-lines"),
+                    rx.radio_group.item(value="shell", id="mode-shell", margin_left="var(--space-4)"),
+                    rx.text(t("newjob.command.mode.shell"), size="2", as_="label", html_for="mode-shell"),
+                    align="center",
+                    spacing="2",
+                ),
+                value=NewJobState.command_mode,
+                on_change=NewJobState.set_command_mode,
+            ),
+            rx.text_area(
+                name="command",
+                id="job-command",
+                rows="5",
+                required=True,
+                font_family=MONO,
+                width="100%",
+                placeholder=rx.cond(NewJobState.command_mode == "lines", "python3\ntrain.py\n--epochs=10",
+                                    "python3 train.py --epochs=10"),
+            ),
+            rx.callout.root(
+                rx.callout.icon(rx.icon("shield_check")),
+                rx.callout.text(t("newjob.command.help")),
+                size="1",
+                color_scheme="gray",
+                variant="surface",
+            ),
+            field(t("newjob.env"), rx.text_area(name="env", id="job-env", rows="3", font_family=MONO, width="100%",
+                                                placeholder="WANDB_MODE=offline\nOMP_NUM_THREADS=8"),
+                  t("newjob.env.hint")),
+            spacing="3",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def _accelerators() -> rx.Component:
+    return rx.cond(
+        NewJobState.has_accelerators,
+        rx.grid(
+            field(
+                t("newjob.model"),
+                rx.select.root(
+                    rx.select.trigger(width="100%", id="gpu-model"),
+                    rx.select.content(rx.foreach(NewJobState.accelerators,
+                                                 lambda c: rx.select.item(c["model"], value=c["model"]))),
+                    value=NewJobState.model,
+                    on_change=NewJobState.set_model,
+                ),
+            ),
+            field(
+                t("newjob.gpus"),
+                rx.select.root(
+                    rx.select.trigger(width="100%", id="gpu-count"),
+                    rx.select.content(rx.foreach(NewJobState.gpu_options, lambda n: rx.select.item(n, value=n))),
+                    value=NewJobState.gpus,
+                    on_change=NewJobState.set_gpus,
+                ),
+                rx.text(t("newjob.gpus.available"), " ", NewJobState.model_free, " / ", NewJobState.model_max, size="1",
+                        color_scheme="gray", id="gpu-available"),
+            ),
+            columns=rx.breakpoints(initial="1", sm="2"),
+            spacing="4",
+            width="100%",
+        ),
+        rx.callout.root(rx.callout.icon(rx.icon("info")), rx.callout.text(t("newjob.no_accelerators")),
+                        color_scheme="gray", size="1"),
+    )
+
+
+def _resources() -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            section_title(t("newjob.section.resources"), "cpu"),
+            _accelerators(),
+            rx.grid(
+                field(t("newjob.cpu"), rx.input(name="cpu", id="job-cpu", default_value="1"), t("newjob.cpu.hint")),
+                field(t("newjob.memory"), rx.input(name="memory", id="job-memory", default_value="2Gi"),
+                      t("newjob.memory.hint")),
+                field(t("newjob.max_runtime"), rx.input(name="max_runtime", id="job-max-runtime",
+                                                        placeholder="2h"), t("newjob.max_runtime.hint")),
+                columns=rx.breakpoints(initial="1", sm="3"),
+                spacing="4",
+                width="100%",
+            ),
+            spacing="4",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
+def new_job_page() -> rx.Component:
+    """The new-job form."""
+    return shell(
+        page_header(t("newjob.title"), t("newjob.subtitle"), crumbs=_crumbs()),
+        rx.cond(
+            NewJobState.loaded,
+            rx.form(
+                rx.vstack(
+                    _basics(),
+                    _command(),
+                    _resources(),
+                    error_callout(NewJobState.error, id="submit-error"),
+                    rx.hstack(
+                        rx.link(rx.button(t("common.cancel"), variant="soft", color_scheme="gray", type="button"),
+                                href="/jobs"),
+                        rx.button(
+                            rx.cond(NewJobState.submitting, rx.spinner(size="2"), rx.icon("rocket", size=16)),
+                            t("newjob.submit"),
+                            type="submit",
+                            size="3",
+                            disabled=NewJobState.submitting,
+                            id="submit-job",
+                        ),
+                        justify="end",
+                        width="100%",
+                        spacing="3",
+                    ),
+                    spacing="4",
+                    width="100%",
+                    max_width="880px",
+                ),
+                on_submit=NewJobState.submit,
+                reset_on_submit=False,
+                width="100%",
+            ),
+            rx.vstack(error_callout(NewJobState.error), loading(), width="100%"),
+        ),
+        active="jobs",
+    )

@@ -1,0 +1,154 @@
+"""/jobs: the live jobs list (phase filter, name search, pagination, newest first)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.state import JobsState
+from crater_app.state.jobs import ALL, PHASES
+from crater_app.ui.components import MONO, error_callout, loading, page_header, phase_badge, shell, t
+
+
+def _row(job: rx.Var) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.text("#", job["id"], color_scheme="gray", font_family=MONO, size="2")),
+        rx.table.cell(
+            rx.vstack(
+                rx.link(job["name"], href="/jobs/" + job["id"], weight="medium", class_name="job-link"),
+                rx.text(job["reason"], size="1", color_scheme="gray", max_width="360px",
+                        overflow="hidden", text_overflow="ellipsis", white_space="nowrap"),
+                spacing="1",
+            )
+        ),
+        rx.table.cell(phase_badge(job["phase"])),
+        rx.table.cell(job["user"]),
+        rx.table.cell(job["project"]),
+        rx.table.cell(rx.text(job["gpus"], size="2")),
+        rx.table.cell(rx.text(job["created"], size="2", font_family=MONO, white_space="nowrap")),
+        rx.table.cell(rx.text(job["runtime"], size="2", white_space="nowrap")),
+        align="center",
+        custom_attrs={"data-job-id": job["id"]},
+        class_name="job-row",
+    )
+
+
+def _toolbar() -> rx.Component:
+    return rx.flex(
+        rx.form(
+            rx.hstack(
+                rx.input(
+                    rx.input.slot(rx.icon("search", size=16)),
+                    name="q",
+                    placeholder=t("jobs.search.placeholder"),
+                    default_value=JobsState.query,
+                    max_length=63,
+                    width="260px",
+                    id="job-search",
+                ),
+                rx.button(t("jobs.search.button"), type="submit", variant="soft"),
+                spacing="2",
+            ),
+            on_submit=JobsState.search,
+            reset_on_submit=False,
+            width="auto",
+        ),
+        rx.spacer(),
+        rx.segmented_control.root(
+            rx.segmented_control.item(t("jobs.filter.all"), value=ALL),
+            *[rx.segmented_control.item(t(f"phase.{p}"), value=p) for p in PHASES],
+            value=JobsState.phase,
+            on_change=JobsState.set_phase_filter,
+            id="phase-filter",
+        ),
+        width="100%",
+        gap="3",
+        wrap="wrap",
+        align="center",
+    )
+
+
+def _empty() -> rx.Component:
+    return rx.center(
+        rx.vstack(
+            rx.icon("inbox", size=36, color=rx.color("gray", 8)),
+            rx.text(t("jobs.empty.title"), weight="medium"),
+            rx.text(t("jobs.empty.hint"), size="2", color_scheme="gray"),
+            rx.cond(
+                (JobsState.query != "") | (JobsState.phase != ALL),
+                rx.button(t("jobs.filter.clear"), variant="soft", on_click=JobsState.clear_filters),
+                rx.link(rx.button(rx.icon("plus", size=16), t("jobs.new")), href="/jobs/new"),
+            ),
+            align="center",
+            spacing="2",
+        ),
+        padding_y="var(--space-9)",
+        width="100%",
+    )
+
+
+def _table() -> rx.Component:
+    return rx.table.root(
+        rx.table.header(
+            rx.table.row(
+                rx.table.column_header_cell(t("jobs.col.id"), width="72px"),
+                rx.table.column_header_cell(t("jobs.col.name")),
+                rx.table.column_header_cell(t("jobs.col.status")),
+                rx.table.column_header_cell(t("jobs.col.user")),
+                rx.table.column_header_cell(t("jobs.col.project")),
+                rx.table.column_header_cell(t("jobs.col.accelerators")),
+                rx.table.column_header_cell(t("jobs.col.created")),
+                rx.table.column_header_cell(t("jobs.col.runtime")),
+            )
+        ),
+        rx.table.body(rx.foreach(JobsState.rows, _row)),
+        variant="ghost",
+        size="2",
+        width="100%",
+        id="jobs-table",
+    )
+
+
+def _pager() -> rx.Component:
+    return rx.hstack(
+        rx.text(t("pager.rows"), " ", JobsState.range_start, "–", JobsState.range_end, " / ", JobsState.total,
+                size="2", color_scheme="gray", id="jobs-total"),
+        rx.spacer(),
+        rx.icon_button(rx.icon("chevron_left", size=16), variant="soft", color_scheme="gray",
+                       disabled=JobsState.page <= 1, on_click=JobsState.prev_page, aria_label=t("pager.prev")),
+        rx.text(JobsState.page, " / ", JobsState.page_count, size="2"),
+        rx.icon_button(rx.icon("chevron_right", size=16), variant="soft", color_scheme="gray",
+                       disabled=JobsState.page >= JobsState.page_count, on_click=JobsState.next_page,
+                       aria_label=t("pager.next")),
+        align="center",
+        width="100%",
+        spacing="3",
+    )
+
+
+def jobs_page() -> rx.Component:
+    """The jobs list."""
+    return shell(
+        page_header(
+            t("jobs.title"),
+            t("jobs.subtitle"),
+            rx.badge(rx.box(width="6px", height="6px", border_radius="50%", background_color=rx.color("green", 9)),
+                     t("jobs.live"), color_scheme="green", variant="surface", radius="full"),
+            rx.link(rx.button(rx.icon("plus", size=16), t("jobs.new"), size="2", id="new-job"), href="/jobs/new"),
+        ),
+        error_callout(JobsState.error),
+        rx.card(
+            rx.vstack(
+                _toolbar(),
+                rx.cond(
+                    JobsState.loaded,
+                    rx.cond(JobsState.total > 0, rx.vstack(_table(), _pager(), width="100%", spacing="3"), _empty()),
+                    loading(),
+                ),
+                spacing="4",
+                width="100%",
+            ),
+            size="2",
+            width="100%",
+        ),
+        active="jobs",
+    )

@@ -1,0 +1,114 @@
+"""Small helpers shared by the service and API tests."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Callable, TypeVar
+
+import psutil
+from sqlalchemy import func
+from sqlmodel import select
+
+from crater_app.cluster.base import Workload
+from crater_app.db.models import Job, JobEvent, OperationLog
+from crater_app.domain.resources import parse_resources
+from crater_app.services.context import ServiceContext
+from crater_app.services.reconcile import LeaderLoop
+
+T = TypeVar("T")
+T0 = datetime.now(timezone.utc)
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
+              step: Callable[[], object] | None = None, what: str = "condition") -> T:
+    """Call ``step`` (if any) then ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        if step is not None:
+            step()
+        last = predicate()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last value: {last!r})")
+        time.sleep(interval)
+
+
+def job_row(ctx: ServiceContext, job_id: int) -> Job:
+    with ctx.session() as s:
+        return s.get(Job, job_id)
+
+
+def events(ctx: ServiceContext, job_id: int) -> list[JobEvent]:
+    with ctx.session() as s:
+        return list(s.exec(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all())
+
+
+def drive_until(loop: LeaderLoop, job_id: int, phases: set[str] | str, timeout: float = 10.0) -> Job:
+    """Step ``loop`` until job ``job_id`` is in one of ``phases``; return the row."""
+    wanted = {phases} if isinstance(phases, str) else set(phases)
+
+    def check():
+        row = job_row(loop.ctx, job_id)
+        return row if row.phase in wanted else None
+
+    return wait_for(check, timeout, step=loop.step, what=f"job {job_id} to reach {sorted(wanted)}")
+
+
+def counts(ctx: ServiceContext) -> dict[str, int]:
+    """Rows in the tables a request could write, plus workloads the backend knows (via ``changes``)."""
+    with ctx.session() as s:
+        out = {
+            "jobs": s.exec(select(func.count()).select_from(Job)).one(),
+            "job_events": s.exec(select(func.count()).select_from(JobEvent)).one(),
+            "operation_logs": s.exec(select(func.count()).select_from(OperationLog)).one(),
+        }
+    out["backend_workloads"] = len({c.uid for c in ctx.backend.changes(0, 100000)})
+    return out
+
+
+def process_gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (a zombie counts as gone: it holds no resources)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def group_gone(pgid: int) -> bool:
+    """True when no live (non-zombie) process is left in process group ``pgid``."""
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(proc.info["pid"]) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                return False
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return True
+
+
+def spec(name: str = "train", command: list[str] | None = None, **fields) -> dict:
+    """A raw job spec as a client sends it."""
+    raw = {"name": name, "command": command or ["sh", "-c", "echo hello"]}
+    raw.update(fields)
+    return raw
+
+
+def workload(command: list[str] | str = "exit 0", gpus: int = 0, priority: int = 0, at: int = 0,
+             max_runtime: int | None = None, model: str | None = None, uid: str | None = None) -> Workload:
+    argv = ["sh", "-c", command] if isinstance(command, str) else command
+    resources = {"nvidia.com/gpu": gpus} if gpus else {}
+    return Workload(
+        uid=uid or str(uuid.uuid4()), name="w", project="default", user="alice", image="local/host",
+        command=tuple(argv), env={}, working_dir=None, resources=parse_resources(resources), accelerator_model=model,
+        max_runtime_s=max_runtime, priority=priority, created_at=T0 + timedelta(seconds=at),
+    )
+
+
+def backend_pid(backend, uid: str) -> int:
+    """Pid of the local backend's runner for ``uid`` (the leader of the job's process group)."""
+    with backend._lock:
+        return backend._conn.execute("SELECT pid FROM workloads WHERE uid = ?", (uid,)).fetchone()[0]

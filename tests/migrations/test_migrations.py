@@ -1,0 +1,80 @@
+"""Alembic migrations on SQLite and PostgreSQL: empty -> head builds the schema the models describe (autogenerate
+finds no difference, so models and migrations cannot drift), and downgrade to base removes it."""
+
+from __future__ import annotations
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+from sqlmodel import SQLModel
+
+import crater_app.db.models  # noqa: F401 - registers the tables on SQLModel.metadata
+from crater_app.db.engine import make_engine
+from crater_app.db.migrate import alembic_config, upgrade
+
+TABLES = {"users", "projects", "project_members", "api_tokens", "jobs", "job_events", "operation_logs", "leases"}
+INDEXES = {
+    "jobs": {"ix_jobs_name", "ix_jobs_phase_id", "ix_jobs_user_id_id", "ix_jobs_project_id_id"},
+    "job_events": {"ix_job_events_job_id"},
+    "users": {"ix_users_username"},
+    "projects": {"ix_projects_name"},
+    "api_tokens": {"ix_api_tokens_token_hash", "ix_api_tokens_user_id"},
+    "project_members": {"ix_project_members_user_id"},
+    "operation_logs": {"ix_operation_logs_at"},
+}
+
+
+def _tables(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_empty_to_head(empty_db_url):
+    assert _tables(empty_db_url) == set()
+    upgrade(empty_db_url)
+    engine = make_engine(empty_db_url)
+    try:
+        insp = inspect(engine)
+        assert set(insp.get_table_names()) == TABLES | {"alembic_version"}
+        for table, wanted in INDEXES.items():
+            assert wanted <= {ix["name"] for ix in insp.get_indexes(table)}, table
+        unique = {ix["name"] for ix in insp.get_indexes("users") if ix["unique"]}
+        assert "ix_users_username" in unique
+        assert insp.get_pk_constraint("project_members")["constrained_columns"] == ["project_id", "user_id"]
+        with engine.connect() as conn:
+            version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+        head = ScriptDirectory.from_config(alembic_config(empty_db_url)).get_current_head()
+        assert version == head
+    finally:
+        engine.dispose()
+
+
+def test_models_and_migrations_do_not_drift(empty_db_url):
+    upgrade(empty_db_url)
+    engine = make_engine(empty_db_url)
+    try:
+        with engine.connect() as conn:
+            mc = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": False})
+            diff = compare_metadata(mc, SQLModel.metadata)
+    finally:
+        engine.dispose()
+    assert diff == [], f"models differ from the migrations; generate a revision: {diff}"
+
+
+def test_upgrade_is_idempotent_and_downgrade_to_base_works(empty_db_url):
+    upgrade(empty_db_url)
+    upgrade(empty_db_url)  # already at head: nothing to do
+    command.downgrade(alembic_config(empty_db_url), "base")
+    assert _tables(empty_db_url) <= {"alembic_version"}
+    upgrade(empty_db_url)
+    assert TABLES <= _tables(empty_db_url)
+
+
+def test_single_head():
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    assert len(script.get_heads()) == 1, "branches in alembic/versions must be merged"

@@ -1,0 +1,161 @@
+"""The ClusterBackend contract, run against every implementation: the local backend (real processes) and the
+in-memory fake the service tests use as a boundary mock (so the fake cannot drift from the real thing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crater_app.cluster.base import ClusterBackend
+from crater_app.cluster.local import LocalBackend
+from tests.conftest import A100, gpu_devices, kill_backend_processes
+from tests.fakes import FakeBackend
+from tests.helpers import wait_for, workload
+
+
+@pytest.fixture(params=["local", "fake"])
+def backend(request, tmp_path):
+    if request.param == "local":
+        be = LocalBackend(tmp_path / "data", devices=gpu_devices(4), cancel_grace_s=0.5)
+        yield be
+        kill_backend_processes(tmp_path / "data")
+        be._conn.close()
+    else:
+        yield FakeBackend(gpu_devices(4))
+
+
+def until_state(be: ClusterBackend, uid: str, states: set[str], timeout: float = 10.0):
+    return wait_for(lambda: (st := be.status(uid)) is not None and st.state in states and st, timeout,
+                    step=be.tick, what=f"{uid} in {states}")
+
+
+def test_it_is_a_cluster_backend(backend):
+    assert isinstance(backend, ClusterBackend)
+    assert isinstance(backend.name, str) and backend.name
+
+
+def test_inventory_reports_the_devices_and_no_allocation(backend):
+    [node] = backend.inventory()
+    assert [(d.index, d.resource, d.model) for d in node.devices] == [(i, "nvidia.com/gpu", A100) for i in range(4)]
+    assert node.allocations == {} and node.cpu_m > 0 and node.memory_bytes > 0
+
+
+def test_create_is_idempotent_and_starts_pending(backend):
+    w = workload()
+    backend.create(w)
+    first = backend.status(w.uid)
+    backend.create(w)
+    assert backend.status(w.uid) == first
+    assert first.state == "Pending" and first.exit_code is None and first.started_at is None
+    assert [c.uid for c in backend.changes(0)] == [w.uid]
+
+
+def test_unknown_uids(backend):
+    assert backend.status("nope") is None
+    assert backend.read_logs("nope") == ""
+    with pytest.raises(KeyError):
+        backend.cancel("nope", "test")
+
+
+def test_runs_to_success_with_logs(backend):
+    w = workload("echo hello-from-job; exit 0", gpus=2)
+    backend.create(w)
+    st = until_state(backend, w.uid, {"Succeeded"})
+    assert st.exit_code == 0 and st.devices == (0, 1)
+    assert st.started_at is not None and st.finished_at is not None and st.finished_at >= st.started_at
+    assert "hello-from-job" in backend.read_logs(w.uid)
+
+
+def test_nonzero_exit_fails_with_the_code(backend):
+    w = workload("exit 3")
+    backend.create(w)
+    st = until_state(backend, w.uid, {"Failed"})
+    assert st.exit_code == 3
+
+
+def test_running_workloads_hold_their_devices(backend):
+    w = workload("sleep 30", gpus=3)
+    backend.create(w)
+    st = until_state(backend, w.uid, {"Running"})
+    assert st.devices == (0, 1, 2)
+    [node] = backend.inventory()
+    assert node.allocations == {0: w.uid, 1: w.uid, 2: w.uid}
+    backend.cancel(w.uid, "done")
+    until_state(backend, w.uid, {"Cancelled"})
+    assert backend.inventory()[0].allocations == {}
+
+
+def test_gang_placement_waits_with_the_shortfall(backend):
+    a, b = workload("sleep 30", gpus=2), workload("sleep 30", gpus=3, at=1)
+    backend.create(a)
+    backend.create(b)
+    until_state(backend, a.uid, {"Running"})
+    backend.tick()
+    st = backend.status(b.uid)
+    assert st.state == "Pending" and st.devices == ()
+    assert st.message == "waiting for 3 × nvidia.com/gpu; 2 free"
+
+
+def test_priority_first(backend):
+    blocker = workload("sleep 30", gpus=4)
+    backend.create(blocker)
+    until_state(backend, blocker.uid, {"Running"})
+    low, high = workload("sleep 30", gpus=4, priority=0, at=1), workload("sleep 30", gpus=4, priority=5, at=2)
+    backend.create(low)
+    backend.create(high)
+    backend.tick()
+    backend.cancel(blocker.uid, "make room")
+    until_state(backend, high.uid, {"Running"})
+    assert backend.status(low.uid).state == "Pending"
+
+
+def test_cancel_pending_is_immediate(backend):
+    blocker, w = workload("sleep 30", gpus=4), workload("sleep 30", gpus=1, at=1)
+    backend.create(blocker)
+    backend.create(w)
+    until_state(backend, blocker.uid, {"Running"})
+    backend.cancel(w.uid, "not needed")
+    st = backend.status(w.uid)
+    assert st.state == "Cancelled" and st.started_at is None and st.finished_at is not None
+
+
+def test_cancel_running(backend):
+    w = workload("sleep 30")
+    backend.create(w)
+    until_state(backend, w.uid, {"Running"})
+    backend.cancel(w.uid, "by test")
+    backend.cancel(w.uid, "twice is harmless")
+    st = until_state(backend, w.uid, {"Cancelled"}, timeout=5)
+    assert st.finished_at is not None and st.exit_code is not None
+
+
+def test_max_runtime(backend):
+    w = workload("sleep 30", max_runtime=1)
+    backend.create(w)
+    st = until_state(backend, w.uid, {"Failed"}, timeout=6)
+    assert st.reason == "DeadlineExceeded" and "max_runtime" in st.message
+
+
+def test_changes_is_a_watch_with_increasing_revisions(backend):
+    ws = [workload(f"exit {i}", at=i) for i in range(3)]
+    for w in ws:
+        backend.create(w)
+    changes = backend.changes(0)
+    revs = [c.rev for c in changes]
+    assert revs == sorted(revs) and len(set(revs)) == len(revs) == 3
+    assert backend.changes(revs[0]) == changes[1:]
+    assert backend.changes(0, limit=2) == changes[:2]
+    assert backend.changes(revs[-1]) == []
+    until_state(backend, ws[2].uid, {"Failed"})
+    later = backend.changes(revs[-1])
+    assert later and all(c.rev > revs[-1] for c in later)
+    assert [c.rev for c in later] == sorted(c.rev for c in later)
+    assert {c.uid for c in later} == {w.uid for w in ws}
+
+
+def test_adopt_is_safe_to_call(backend):
+    w = workload("exit 0")
+    backend.create(w)
+    backend.adopt()
+    until_state(backend, w.uid, {"Succeeded"})
+    backend.adopt()
+    assert backend.status(w.uid).state == "Succeeded"

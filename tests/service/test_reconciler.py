@@ -1,0 +1,120 @@
+"""services.reconcile against the in-memory fake backend: every transition becomes an event, unknown backend
+states are kept verbatim, impossible transitions are recorded and ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+from crater_app.services import jobs
+from crater_app.services.reconcile import LeaderLoop, Reconciler
+from tests.conftest import gpu_devices, populate
+from tests.fakes import FakeBackend
+from tests.helpers import drive_until, events, job_row, spec, workload
+
+
+@pytest.fixture
+def fake_world(make_ctx):
+    fake = FakeBackend(gpu_devices(4))
+    ctx = make_ctx(backend=fake)
+    return populate(ctx), fake
+
+
+def test_unknown_backend_state_is_kept_verbatim(fake_world):
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("evictee", ["sleep", "60"]))
+    drive_until(loop, job.id, "Running")
+    fake.set_state(job.uid, "Evicted", reason="NodeDrain", message="node fake-node is being drained")
+    loop.step()
+    row = job_row(ctx, job.id)
+    assert row.phase == "Running", "an unknown state does not move the phase"
+    last = events(ctx, job.id)[-1]
+    assert last.reason == "BackendState" and last.phase == "Running"
+    assert last.message == "backend reports state 'Evicted' (NodeDrain): node fake-node is being drained"
+    fake.set_state(job.uid, "Failed", reason="Evicted", message="evicted from fake-node")
+    row = drive_until(loop, job.id, "Failed")
+    assert row.reason == "evicted from fake-node" and events(ctx, job.id)[-1].reason == "Evicted"
+
+
+def test_every_transition_is_an_event(fake_world):
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("steps", ["sh", "-c", "echo hi; sleep 0.2; exit 0"],
+                                                 resources={"nvidia.com/gpu": 2}))
+    drive_until(loop, job.id, "Running")
+    row = drive_until(loop, job.id, "Succeeded")
+    evs = events(ctx, job.id)
+    assert [(e.phase, e.reason) for e in evs] == [
+        ("Queued", "Submitted"), ("Running", "Started"), ("Succeeded", "Completed")]
+    assert evs[1].at == row.started_at and evs[2].at == row.finished_at
+    assert row.devices == [0, 1] and row.exit_code == 0
+    assert jobs.job_logs(ctx, world.alice, job.id) == "hi\n"
+    assert fake.adopted == 1, "adopt runs once, when the process becomes leader"
+
+
+def test_start_and_finish_between_two_syncs_still_records_running(fake_world):
+    world, fake = fake_world
+    ctx = world.ctx
+    job = jobs.submit_job(ctx, world.alice, spec("fast", ["sh", "-c", "exit 4"]))
+    fake.tick()  # placed and started
+    fake.tick()  # finished
+    Reconciler(ctx).sync()
+    row = job_row(ctx, job.id)
+    assert row.phase == "Failed" and row.exit_code == 4 and row.started_at is not None
+    assert [e.phase for e in events(ctx, job.id)] == ["Queued", "Running", "Failed"]
+
+
+def test_impossible_transition_is_recorded_and_ignored(fake_world):
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("back", ["sleep", "60"]))
+    drive_until(loop, job.id, "Running")
+    fake.set_state(job.uid, "Pending", reason="Requeued", message="back in the queue")
+    loop.reconciler.sync()
+    assert job_row(ctx, job.id).phase == "Running"
+    assert events(ctx, job.id)[-1].reason == "IgnoredTransition"
+
+
+def test_terminal_jobs_stay_terminal(fake_world):
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("done", ["sh", "-c", "exit 0"]))
+    drive_until(loop, job.id, "Succeeded")
+    n = len(events(ctx, job.id))
+    fake.set_state(job.uid, "Running", reason="Zombie", message="?")
+    loop.reconciler.sync()
+    assert job_row(ctx, job.id).phase == "Succeeded" and len(events(ctx, job.id)) == n
+
+
+def test_waiting_reason_follows_the_backend(fake_world):
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    blocker = jobs.submit_job(ctx, world.alice, spec("blocker", ["sleep", "60"], resources={"nvidia.com/gpu": 4}))
+    drive_until(loop, blocker.id, "Running")
+    waiting = jobs.submit_job(ctx, world.bob, spec("waiting", ["sleep", "60"], resources={"nvidia.com/gpu": 1}))
+    loop.step()
+    assert job_row(ctx, waiting.id).reason == "waiting for 1 × nvidia.com/gpu; 0 free"
+    assert jobs.get_job(ctx, world.bob, waiting.id).reason == "waiting for 1 × nvidia.com/gpu; 0 free"
+
+
+def test_sync_reads_every_change_in_batches_and_ignores_strangers(fake_world):
+    world, fake = fake_world
+    ctx = world.ctx
+    ids = [jobs.submit_job(ctx, world.alice, spec(f"b-{i}", ["sh", "-c", "exit 0"])).id for i in range(5)]
+    fake.create(workload(uid="stranger"))  # a workload Crater's DB does not know (another tool, a leftover)
+    for _ in range(3):
+        fake.tick()
+    rec = Reconciler(ctx)
+    assert rec.sync(batch=2) >= 6
+    assert all(job_row(ctx, i).phase == "Succeeded" for i in ids)
+    assert rec.sync() == 0, "nothing new"
+
+
+def test_cancel_through_the_fake(fake_world):
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("stop", ["sleep", "60"]))
+    drive_until(loop, job.id, "Running")
+    jobs.cancel_job(ctx, world.alice, job.id)
+    row = drive_until(loop, job.id, "Cancelled")
+    assert row.exit_code == 143 and "cancelled by alice" in row.reason

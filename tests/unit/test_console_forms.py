@@ -1,0 +1,77 @@
+"""Pure console helpers: the new-job form -> job spec, and service schemas -> state values."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from crater_app.db.schemas import DevicePublic, JobPublic, NodePublic
+from crater_app.state import views
+from crater_app.state.forms import FormError, build_spec, parse_command, parse_env
+
+FORM = dict(name=" hello ", command="python3\n-c\nprint('a b')\n", command_mode="lines", env="", cpu="1",
+            memory="2Gi", gpus="2", model="NVIDIA-A100-SXM4-80GB", resource="nvidia.com/gpu", max_runtime="",
+            priority="0")
+
+
+def test_lines_mode_keeps_each_line_verbatim():
+    assert parse_command("python3\n-c\nprint('a b'); x = \"$HOME\"\n\n", "lines") == [
+        "python3", "-c", "print('a b'); x = \"$HOME\""]
+
+
+def test_shell_mode_splits_like_a_shell_but_expands_nothing():
+    assert parse_command("python3 -c \"print('hi')\" $HOME; rm -rf /", "shell") == [
+        "python3", "-c", "print('hi')", "$HOME;", "rm", "-rf", "/"]
+    with pytest.raises(FormError) as err:
+        parse_command("echo 'unbalanced", "shell")
+    assert err.value.key == "form.error.command_quotes" and err.value.field == "command"
+    with pytest.raises(FormError):
+        parse_command(" \n ", "lines")
+
+
+def test_env_lines():
+    assert parse_env("A=1\n# comment\n\nB = x=y\nC=\n") == {"A": "1", "B": " x=y", "C": ""}
+    with pytest.raises(FormError) as err:
+        parse_env("A=1\nnot a pair")
+    assert err.value.params == {"line": 2}
+
+
+def test_build_spec():
+    spec = build_spec(**FORM)
+    assert spec == {"name": "hello", "command": ["python3", "-c", "print('a b')"],
+                    "resources": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": 2},
+                    "accelerator_model": "NVIDIA-A100-SXM4-80GB", "priority": 0}
+    cpu_only = build_spec(**{**FORM, "gpus": "0", "max_runtime": "2h", "env": "X=1"})
+    assert cpu_only["resources"] == {"cpu": "1", "memory": "2Gi"} and "accelerator_model" not in cpu_only
+    assert cpu_only["max_runtime"] == "2h" and cpu_only["env"] == {"X": "1"}
+    with pytest.raises(FormError):
+        build_spec(**{**FORM, "priority": "high"})
+
+
+def _job(**over) -> JobPublic:
+    now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    data = dict(id=7, uid="u", name="j", project="default", user="alice", image="local/host", command=["a"], env={},
+                working_dir=None, phase="Succeeded", reason="exited with code 0", exit_code=0,
+                resources={"cpu": "1", "nvidia.com/gpu": 2}, accelerator_model=None, gpus=2, devices=[0, 1],
+                max_runtime=7200, priority=0, created_at=now, started_at=now,
+                finished_at=now + timedelta(seconds=3725))
+    data.update(over)
+    return JobPublic(**data)
+
+
+def test_views_format_jobs_and_nodes():
+    row = views.job_row(_job())
+    assert row["gpus"] == "2 × GPU" and row["runtime"] == "1h 2m" and row["created"] == "2025-01-02 03:04:05"
+    detail = views.job_detail(_job(exit_code=None, resubmitted_from=3))
+    assert detail["exit_code"] == "" and detail["devices"] == "0, 1" and detail["max_runtime"] == "2h 0m"
+    assert detail["resubmitted_from"] == "3"
+    devices = [DevicePublic(index=i, resource="nvidia.com/gpu", model="A100", memory_bytes=80 << 30, uuid=f"v{i}",
+                            virtual=True, busy=i == 0, job_id=7 if i == 0 else None, job_name="j" if i == 0 else None,
+                            user="alice" if i == 0 else None) for i in range(4)]
+    node = NodePublic(name="n", backend="local", device_source="nvml", cpu_m=8000, memory_bytes=64 << 30,
+                      cpu_m_allocated=2000, memory_bytes_allocated=16 << 30, devices=devices, models=["A100"])
+    view = views.node_view(node)
+    assert (view.cpu, view.cpu_percent, view.memory, view.gpus_busy) == ("8", 25, "64 GiB", 1)
+    assert view.devices[0].job_id == "7" and view.devices[0].memory == "80 GiB" and not view.devices[1].held
+    assert views.accelerator_choices([node]) == [{"model": "A100", "max": "4", "free": "3", "resource": "nvidia.com/gpu"}]

@@ -1,0 +1,77 @@
+"""The console's translations: both languages have the same keys, no empty text, and every key the
+console uses exists (``t("key")`` in ``crater_app/ui``, ``msg("key")``/``FormError("key", ...)`` in
+``crater_app/state``, plus the key families built at run time: phases, roles, statuses, languages)."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from crater_app import i18n
+from crater_app.domain.jobs import JobPhase
+from crater_app.domain.policy import PLATFORM_ROLES, USER_STATUSES
+
+PKG = Path(i18n.__file__).resolve().parent.parent
+LANGS = ("en", "zh-CN")
+# t("key"), self.msg("key", ...), FormError("key", ...), t(f"prefix.{x}")
+USE = re.compile(r"""\b(?:t|msg|FormError|translate)\(\s*(f?)(["'])([^"']+)\2""")
+
+
+def _load(lang: str) -> dict[str, str]:
+    with open(PKG / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _used_keys() -> tuple[set[str], set[str]]:
+    """Literal keys and f-string prefixes used in ui/ and state/ sources."""
+    literal, prefixes = set(), set()
+    for folder in ("ui", "state"):
+        for path in (PKG / folder).rglob("*.py"):
+            for is_f, _, key in USE.findall(path.read_text(encoding="utf-8")):
+                if is_f:
+                    prefixes.add(key.split("{", 1)[0])
+                else:
+                    literal.add(key)
+    return literal, prefixes
+
+
+def test_both_languages_have_the_same_keys():
+    en, zh = _load("en"), _load("zh-CN")
+    assert set(en) == set(zh), {"only in en": sorted(set(en) - set(zh)), "only in zh-CN": sorted(set(zh) - set(en))}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_empty_values_and_same_placeholders(lang):
+    table, en = _load(lang), _load("en")
+    assert all(isinstance(v, str) and v.strip() for v in table.values()), [k for k, v in table.items() if not v.strip()]
+    fields = lambda text: {f for _, f, _, _ in string.Formatter().parse(text) if f}  # noqa: E731
+    assert {k: fields(v) for k, v in table.items()} == {k: fields(en[k]) for k in table}
+
+
+def test_every_key_used_by_the_console_exists():
+    literal, prefixes = _used_keys()
+    assert len(literal) > 100, "the scan found suspiciously few keys"
+    en = _load("en")
+    assert sorted(k for k in literal if k not in en) == []
+    # Families built at run time (t(f"phase.{p}"), t_dynamic("phase.", var), ...): every member exists.
+    families = {
+        "phase.": [p.value for p in JobPhase],
+        "role.": list(PLATFORM_ROLES),
+        "status.": list(USER_STATUSES),
+        "lang.": list(i18n.LANGUAGES),
+    }
+    assert prefixes <= set(families), prefixes - set(families)
+    missing = [prefix + member for prefix, members in families.items() for member in members if prefix + member not in en]
+    assert missing == []
+
+
+def test_loader_falls_back_to_english():
+    assert i18n.messages("zh-CN")["nav.jobs"] == "作业"
+    assert i18n.messages("klingon") is i18n.messages("en")
+    assert i18n.normalize(None) == "en"
+    assert i18n.translate("zh-CN", "admin.created", username="alice") == "已创建用户 alice。"
+    assert i18n.translate("en", "no.such.key") == "no.such.key"

@@ -1,0 +1,129 @@
+"""domain.placement: gang placement, strict priority-then-time order without backfill, model matching, reasons."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from crater_app.domain.placement import Capacity, FreeDevice, Request, never_fits, place, queue_order
+
+GPU = "nvidia.com/gpu"
+A100, H100 = "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+GiB = 1024**3
+
+
+def req(uid: str, gpus: int = 0, priority: int = 0, at: int = 0, cpu_m: int = 0, mem: int = 0,
+        model: str | None = None, resource: str = GPU) -> Request:
+    return Request(uid=uid, priority=priority, created_at=T0 + timedelta(seconds=at), cpu_m=cpu_m, memory_bytes=mem,
+                   accelerators={resource: gpus} if gpus else {}, model=model)
+
+
+def cap(indices=(0, 1, 2, 3), model: str = A100, cpu_m: int = 16000, mem: int = 64 * GiB, extra=()) -> Capacity:
+    return Capacity(cpu_m=cpu_m, memory_bytes=mem,
+                    devices=tuple(FreeDevice(i, GPU, model) for i in indices) + tuple(extra))
+
+
+def test_places_lowest_free_indices_first():
+    decision = place([req("a", 2), req("b", 1, at=1)], cap((3, 1, 0, 2)))
+    assert decision.placed == {"a": (0, 1), "b": (2,)}
+    assert decision.waiting == {}
+
+
+def test_gang_all_or_nothing():
+    decision = place([req("big", 3)], cap((0, 1)))
+    assert decision.placed == {}
+    assert decision.waiting == {"big": "waiting for 3 × nvidia.com/gpu; 2 free"}
+
+
+def test_reason_text_for_two_gpus_with_one_free():
+    decision = place([req("j", 2)], cap((3,)))
+    assert decision.waiting["j"] == "waiting for 2 × nvidia.com/gpu; 1 free"
+
+
+def test_strict_priority_then_submission_time():
+    requests = [req("old-low", 1, priority=0, at=0), req("new-high", 1, priority=10, at=5),
+                req("mid-high", 1, priority=10, at=2), req("new-low", 1, priority=0, at=9)]
+    assert [r.uid for r in queue_order(requests)] == ["mid-high", "new-high", "old-low", "new-low"]
+    decision = place(requests, cap((0, 1)))
+    assert decision.placed == {"mid-high": (0,), "new-high": (1,)}
+    assert decision.waiting["old-low"] == "waiting for 1 × nvidia.com/gpu; 0 free"
+    assert decision.waiting["new-low"] == "queued: position 4, behind 3 earlier job(s)"
+
+
+def test_same_priority_and_time_orders_by_uid():
+    assert [r.uid for r in queue_order([req("b"), req("a")])] == ["a", "b"]
+
+
+def test_no_backfill_a_blocked_head_blocks_smaller_jobs_behind_it():
+    decision = place([req("head", 4, at=0), req("small", 1, at=1)], cap((0, 1)))
+    assert decision.placed == {}
+    assert decision.waiting["head"] == "waiting for 4 × nvidia.com/gpu; 2 free"
+    assert decision.waiting["small"].startswith("queued: position 2")
+
+
+def test_model_matching():
+    mixed = Capacity(16000, 64 * GiB, (FreeDevice(0, GPU, H100), FreeDevice(1, GPU, A100), FreeDevice(2, GPU, A100)))
+    decision = place([req("a", 2, model=A100), req("h", 1, model=H100, at=1), req("any", 1, at=2)], mixed)
+    assert decision.placed == {"a": (1, 2), "h": (0,)}
+    assert decision.waiting["any"] == "waiting for 1 × nvidia.com/gpu; 0 free"
+    waiting = place([req("h2", 2, model=H100)], mixed).waiting["h2"]
+    assert waiting == f"waiting for 2 × nvidia.com/gpu ({H100}); 1 free"
+
+
+def test_other_extended_resources_are_placed_separately():
+    npu = FreeDevice(7, "huawei.com/Ascend910", "Ascend910B")
+    decision = place([req("n", 1, resource="huawei.com/Ascend910"), req("g", 1, at=1)], cap((0,), extra=(npu,)))
+    assert decision.placed == {"n": (7,), "g": (0,)}
+
+
+def test_cpu_shortfall():
+    decision = place([req("a", cpu_m=3000), req("b", cpu_m=2000, at=1)], cap(cpu_m=4000))
+    assert decision.placed == {"a": ()}
+    assert decision.waiting["b"] == "waiting for 2000m cpu; 1000m free"
+
+
+def test_memory_shortfall():
+    decision = place([req("a", mem=48 * GiB), req("b", mem=32 * GiB, at=1)], cap(mem=64 * GiB))
+    assert decision.placed == {"a": ()}
+    assert decision.waiting["b"] == "waiting for 32.0 GiB memory; 16.0 GiB free"
+
+
+def test_cpu_only_jobs_place_without_devices():
+    decision = place([req("cpu", cpu_m=1000)], cap(()))
+    assert decision.placed == {"cpu": ()}
+
+
+def test_place_is_pure():
+    requests = [req("a", 1)]
+    capacity = cap((0,))
+    place(requests, capacity)
+    assert capacity.devices == (FreeDevice(0, GPU, A100),) and requests == [req("a", 1)]
+
+
+# -- never_fits ----------------------------------------------------------------------------------
+DEVICES = [(GPU, A100)] * 4
+
+
+def test_never_fits_too_many_devices_names_the_numbers():
+    field, message = never_fits(req("x", 8), 16000, 64 * GiB, DEVICES)
+    assert field == "resources.nvidia.com/gpu"
+    assert message == "requested 8 × nvidia.com/gpu; this machine has 4"
+
+
+def test_never_fits_unknown_model():
+    field, message = never_fits(req("x", 1, model=H100), 16000, 64 * GiB, DEVICES)
+    assert field == "accelerator_model"
+    assert f"this machine has 0 of that model (4 × {A100})" in message
+
+
+def test_never_fits_cpu_and_memory():
+    assert never_fits(req("x", cpu_m=32000), 16000, 64 * GiB, DEVICES) == (
+        "resources.cpu", "requested 32000m cpu; this machine has 16000m")
+    field, message = never_fits(req("x", mem=128 * GiB), 16000, 64 * GiB, DEVICES)
+    assert field == "resources.memory" and "128.0 GiB" in message and "64.0 GiB" in message
+
+
+def test_never_fits_none_when_it_can_fit_and_no_devices_means_none():
+    assert never_fits(req("x", 4, model=A100, cpu_m=16000, mem=64 * GiB), 16000, 64 * GiB, DEVICES) is None
+    field, message = never_fits(req("x", 1), 16000, 64 * GiB, [])
+    assert message == "requested 1 × nvidia.com/gpu; this machine has 0"

@@ -1,0 +1,104 @@
+"""domain.resources: Kubernetes quantities -> canonical units, and every way a resource list can be wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.resources import MAX_RESOURCE_NAMES, ResourceList, format_bytes, parse_resources
+
+
+@pytest.mark.parametrize(
+    ("raw", "cpu_m"),
+    [("500m", 500), ("2", 2000), (2, 2000), ("0.5", 500), (1.5, 1500), ("1500m", 1500), ("0", 0), ("1k", 1_000_000)],
+)
+def test_cpu_in_millicores(raw, cpu_m):
+    assert parse_resources({"cpu": raw}).cpu_m == cpu_m
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory"),
+    [("4Gi", 4 * 1024**3), ("512Mi", 512 * 1024**2), ("1G", 10**9), ("128974848", 128974848), (1024, 1024),
+     ("129e6", 129_000_000), ("1Ki", 1024)],
+)
+def test_memory_in_bytes(raw, memory):
+    assert parse_resources({"memory": raw}).memory_bytes == memory
+
+
+def test_accelerators_are_whole_devices_by_extended_name():
+    parsed = parse_resources({"nvidia.com/gpu": "2", "huawei.com/Ascend910": 1, "cpu": "4", "memory": "8Gi"})
+    assert parsed.accelerators == {"nvidia.com/gpu": 2, "huawei.com/Ascend910": 1}
+    assert parsed.gpus == 3
+    assert parsed.cpu_m == 4000 and parsed.memory_bytes == 8 * 1024**3
+
+
+def test_zero_accelerators_are_dropped_and_none_is_empty():
+    assert parse_resources({"nvidia.com/gpu": "0"}).accelerators == {}
+    assert parse_resources(None) == ResourceList()
+    assert parse_resources({}) == ResourceList()
+
+
+def test_round_trip_to_kubernetes_resource_list():
+    parsed = parse_resources({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 2})
+    assert parsed.to_k8s() == {"cpu": "500m", "memory": str(1024**3), "nvidia.com/gpu": "2"}
+    assert parse_resources({"cpu": "3"}).to_k8s() == {"cpu": "3"}
+    assert parse_resources(parsed.to_k8s()) == parsed
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "words"),
+    [
+        ({"cpu": "-1"}, "resources.cpu", "negative"),
+        ({"memory": "-4Gi"}, "resources.memory", "negative"),
+        ({"nvidia.com/gpu": -1}, "resources.nvidia.com/gpu", "negative"),
+        ({"nvidia.com/gpu": "0.5"}, "resources.nvidia.com/gpu", "fractional"),
+        ({"nvidia.com/gpu": 1.5}, "resources.nvidia.com/gpu", "fractional"),
+        ({"nvidia.com/gpu": "500m"}, "resources.nvidia.com/gpu", "fractional"),
+        ({"cpu": "0.0001"}, "resources.cpu", "millicores"),
+        ({"memory": "0.5"}, "resources.memory", "bytes"),
+        ({"cpu": "lots"}, "resources.cpu", "not a Kubernetes quantity"),
+        ({"memory": "4GB"}, "resources.memory", "not a Kubernetes quantity"),
+        ({"memory": "4GiB"}, "resources.memory", "not a Kubernetes quantity"),
+        ({"cpu": "inf"}, "resources.cpu", "not a finite quantity"),
+        ({"memory": "Infinity"}, "resources.memory", "not a finite quantity"),
+        ({"nvidia.com/gpu": "inf"}, "resources.nvidia.com/gpu", "not a finite quantity"),
+        ({"cpu": "nan"}, "resources.cpu", "not a Kubernetes quantity"),
+        ({"cpu": "0x10"}, "resources.cpu", "not a Kubernetes quantity"),
+        ({"cpu": ""}, "resources.cpu", "not a Kubernetes quantity"),
+        ({"cpu": "1" * 40}, "resources.cpu", "limit is 32"),
+        ({"cpu": True}, "resources.cpu", "quantity"),
+        ({"cpu": None}, "resources.cpu", "quantity"),
+        ({"cpu": ["1"]}, "resources.cpu", "quantity"),
+        ({"gpu": "1"}, "resources.gpu", "unknown resource"),
+        ({"GPU": "1"}, "resources.GPU", "unknown resource"),
+        ({"nvidia.com/": "1"}, "resources.nvidia.com/", "unknown resource"),
+        ({"<script>": "1"}, "resources.<script>", "unknown resource"),
+    ],
+)
+def test_bad_quantities_and_names_name_the_field(raw, field, words):
+    with pytest.raises(InvalidInput) as info:
+        parse_resources(raw)
+    assert info.value.field == field
+    assert words in info.value.message
+
+
+def test_more_than_sixteen_entries_is_rejected_with_the_limit():
+    raw = {f"example.com/dev{i}": "1" for i in range(MAX_RESOURCE_NAMES + 1)}
+    with pytest.raises(InvalidInput) as info:
+        parse_resources(raw)
+    assert info.value.field == "resources"
+    assert f"{MAX_RESOURCE_NAMES + 1} entries" in info.value.message and f"limit is {MAX_RESOURCE_NAMES}" in info.value.message
+    ok = {f"example.com/dev{i}": "1" for i in range(MAX_RESOURCE_NAMES)}
+    assert parse_resources(ok).gpus == MAX_RESOURCE_NAMES
+
+
+def test_resources_must_be_a_mapping():
+    with pytest.raises(InvalidInput) as info:
+        parse_resources(["cpu", "1"])
+    assert info.value.field == "resources"
+
+
+def test_format_bytes():
+    assert format_bytes(512) == "512 B"
+    assert format_bytes(4 * 1024**3) == "4.0 GiB"
+    assert format_bytes(1536 * 1024) == "1.5 MiB"
