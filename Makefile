@@ -40,6 +40,7 @@ bench: install
 	$(VENV)/bin/python bench/submit.py
 	$(VENV)/bin/python bench/start_latency.py
 	$(VENV)/bin/python bench/list_jobs.py
+	$(VENV)/bin/python bench/rss.py
 
 clean:
 	rm -rf .web .states var

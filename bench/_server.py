@@ -57,6 +57,8 @@ def base_env(data_dir: Path, port: int, extra: dict[str, str] | None = None) -> 
     env.update({
         "PATH": f"{VENV_BIN}:{env.get('PATH', '')}",
         "VIRTUAL_ENV": str(ROOT / ".venv"),
+        # This checkout's code, also when bench/ runs from a copy of the tree (e.g. an older commit).
+        "PYTHONPATH": str(ROOT),
         "REFLEX_USE_NPM": "1",
         "REFLEX_TELEMETRY_ENABLED": "false",
         "REFLEX_CHECK_LATEST_VERSION": "0",
@@ -121,7 +123,11 @@ class CraterServer:
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> "CraterServer":
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # no server or data dir left behind (the error carries the log's tail)
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -244,6 +250,16 @@ class CraterServer:
                 pass
         return sum(r[2] for r in rows), rows
 
+    def pss_bytes(self) -> int:
+        """Total PSS of supervisor + worker(s): pages shared after the fork are counted once, not twice."""
+        total = 0
+        for p in self.server_processes():
+            try:
+                total += p.memory_full_info().pss
+            except (psutil.NoSuchProcess, psutil.AccessDenied, AttributeError):
+                return 0
+        return total
+
     def cpu_seconds(self) -> float:
         """User+system CPU seconds used so far by supervisor + worker(s)."""
         total = 0.0
@@ -285,6 +301,23 @@ def describe_machine() -> str:
     load = os.getloadavg()
     return (f"{psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
             f"load {load[0]:.2f}/{load[1]:.2f}, Python {sys.version.split()[0]}")
+
+
+class MachineMeter:
+    """CPU time used on the whole machine between :meth:`start` and :meth:`stop` (other people's processes
+    share these 2 cores: a figure measured while they were busy is not comparable)."""
+
+    def start(self) -> "MachineMeter":
+        self._t0, self._cpu0 = time.monotonic(), psutil.cpu_times()
+        return self
+
+    def stop(self, own_cpu_s: float) -> str:
+        wall = time.monotonic() - self._t0
+        now = psutil.cpu_times()
+        busy = sum(getattr(now, f) - getattr(self._cpu0, f) for f in ("user", "system", "nice", "irq", "softirq"))
+        others = max(0.0, busy - own_cpu_s)
+        return (f"machine: {busy / wall * 100:.0f}% of one core busy in all, of which others "
+                f"{others / wall * 100:.0f}% (outside this benchmark's server and client)")
 
 
 def pct(values: list[float], q: float) -> float:

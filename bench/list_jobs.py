@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _load import encode_request, run_load  # noqa: E402
 from _seed import MEMBER_USER, PROJECT_ADMIN_USER, USER_PASSWORD, seed  # noqa: E402
-from _server import CraterServer, describe_machine, pct  # noqa: E402
+from _server import CraterServer, MachineMeter, describe_machine, pct  # noqa: E402
 
 PAGES = [("first page", "/api/v1/jobs"), ("phase=Failed&q=resnet", "/api/v1/jobs?phase=Failed&q=resnet")]
 
@@ -30,10 +30,12 @@ def measure(server: CraterServer, token: str, path: str, sequential: int, concur
     run_load(server.port, req, 20, 1)  # warm-up
     one = run_load(server.port, req, sequential, 1, keep_bodies=1)
     cpu0 = server.cpu_seconds()
+    meter = MachineMeter().start()
     many = run_load(server.port, req, concurrent, clients)
     server_cpu = server.cpu_seconds() - cpu0
+    machine = meter.stop(server_cpu + many.client_cpu_s)
     body = json.loads(one.sample_bodies[0]) if one.sample_bodies else {}
-    return {"one": one, "many": many, "server_cpu": server_cpu, "total": body.get("total"),
+    return {"one": one, "many": many, "server_cpu": server_cpu, "machine": machine, "total": body.get("total"),
             "items": len(body.get("items", [])), "statuses": {**one.statuses, **many.statuses}}
 
 
@@ -46,6 +48,7 @@ def report(label: str, r: dict, clients: int) -> None:
     print(f"    {clients} clients: p50 {pct(many, 50):6.1f}  p95 {pct(many, 95):6.1f}  p99 {pct(many, 99):6.1f} ms"
           f"   {r['many'].rate:6.0f} pages/s   (server cpu {r['server_cpu'] / r['many'].count * 1000:.2f} ms/page,"
           f" client {r['many'].client_cpu_s / r['many'].count * 1000:.2f} ms/page)")
+    print(f"    {r['machine']}")
     for err in r["many"].errors[:2]:
         print(f"    error sample: {err}")
 
@@ -82,7 +85,8 @@ def main() -> None:
         print(f"worst case over all pages: p95 {worst95:.1f} ms with {args.clients} clients (target < 50),"
               f" {worst_rate:.0f} pages/s (target >= 400)")
         rss, rows = server.rss_bytes()
-        print(f"server RSS: {rss / 2**20:.0f} MiB after serving pages (at start {rss0 / 2**20:.0f} MiB; target < 400 MB)")
+        print(f"server RSS: {rss / 2**20:.0f} MiB after serving pages (at start {rss0 / 2**20:.0f} MiB; target < 400 MB"
+              f" = 381 MiB); PSS {server.pss_bytes() / 2**20:.0f} MiB")
         for pid, cmd, b in rows:
             print(f"    pid {pid:<7} {b / 2**20:6.0f} MiB  {cmd}")
 

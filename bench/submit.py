@@ -17,7 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _load import encode_request, run_load  # noqa: E402
-from _server import CraterServer, describe_machine, http_json, pct  # noqa: E402
+from _server import CraterServer, MachineMeter, describe_machine, http_json, pct  # noqa: E402
 
 
 def wait_phase(server: CraterServer, token: str, job_id: int, phase: str, timeout_s: float = 60) -> None:
@@ -66,9 +66,12 @@ def main() -> None:
 
         if args.warmup:
             run_load(server.port, requests("warm", args.warmup), args.warmup, args.clients)
+        reqs = requests("bench", args.jobs)
         cpu0 = server.cpu_seconds()
-        result = run_load(server.port, requests("bench", args.jobs), args.jobs, args.clients)
+        meter = MachineMeter().start()
+        result = run_load(server.port, reqs, args.jobs, args.clients)
         server_cpu = server.cpu_seconds() - cpu0
+        machine = meter.stop(server_cpu + result.client_cpu_s)
 
         ms = [x * 1000 for x in result.latencies]
         print(f"submissions: {result.count} with {args.clients} clients as {args.users} users "
@@ -81,6 +84,7 @@ def main() -> None:
         print(f"cpu: server {server_cpu:.2f} s ({server_cpu / result.elapsed_s * 100:.0f}% of one core, "
               f"{server_cpu / result.count * 1000:.2f} ms/submission), client {result.client_cpu_s:.2f} s "
               f"({result.client_cpu_s / result.count * 1000:.2f} ms/request)")
+        print(machine)
 
         # Everything submitted must be queued behind the blocker (the control plane kept up).
         time.sleep(1.0)

@@ -166,7 +166,8 @@ class LocalBackend:
         self._creates.run(self._row(workload), self._insert_workloads)
 
     def create_many(self, workloads: list[Workload]) -> None:
-        """:meth:`create` for several workloads in one transaction (services use it for batched submissions)."""
+        """:meth:`create` for several workloads in one transaction (services use it, when a backend has it, for
+        batched submissions; a subclass that overrides :meth:`create` must override this too)."""
         self._insert_workloads([self._row(w) for w in workloads])
 
     @staticmethod
@@ -392,9 +393,13 @@ class LocalBackend:
             requests = self._pending_requests(conn, [r[0] for r in pending])
             messages = dict(pending)
             decision = place(requests, capacity)
-            for uid, message in decision.waiting.items():
-                if messages[uid] != message:
-                    self._update(conn, uid, reason="Queued", message=message)
+            changed = [(uid, message) for uid, message in decision.waiting.items() if messages[uid] != message]
+            if changed:  # as one _update per workload (revs head+1, head+2, ...), in one statement
+                rev = self._next_rev(conn)
+                conn.executemany(
+                    "UPDATE workloads SET reason = ?, message = ?, rev = ? WHERE uid = ?",
+                    [("Queued", message, rev + i, uid) for i, (uid, message) in enumerate(changed)],
+                )
             for uid, devices in decision.placed.items():
                 self._start(conn, uid, devices)
             self._placed_rev = conn.execute("SELECT COALESCE(MAX(rev), 0) FROM workloads").fetchone()[0]

@@ -29,7 +29,9 @@ def make_engine(url: str) -> Engine:
     """Create an engine for ``url``.
 
     SQLite: WAL journal, ``synchronous=NORMAL``, 30 s busy timeout, foreign keys on, every transaction
-    ``BEGIN IMMEDIATE`` (writers queue instead of failing); the parent folder is created. PostgreSQL (``postgresql://`` means psycopg2): a pool of 10 (+20 overflow) with pre-ping.
+    ``BEGIN IMMEDIATE`` (writers queue instead of failing) except on connections with the ``READ_ONLY_OPTION``
+    execution option (plain ``BEGIN``); the parent folder is created. PostgreSQL (``postgresql://`` means
+    psycopg2): a pool of 10 (+20 overflow) with pre-ping.
     """
     url = normalize_url(url)
     if url.startswith("sqlite"):

@@ -13,9 +13,9 @@ from sqlmodel import select
 from crater_app.cluster.base import Workload
 from crater_app.db.models import Job, JobEvent, OperationLog, Project, User
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic
+from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
-from crater_app.db.types import utcnow
 from crater_app.domain.placement import Request, never_fits
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import Actor, can_cancel_job, can_read_job, can_submit, readable_projects
@@ -214,15 +214,6 @@ def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tupl
     return project.id, project.name
 
 
-def _visible(actor: Actor, stmt):
-    if actor.is_admin:
-        return stmt
-    readable = readable_projects(actor)
-    if readable:
-        return stmt.where(or_(Job.user_id == actor.user_id, Job.project_id.in_(readable)))
-    return stmt.where(Job.user_id == actor.user_id)
-
-
 def list_jobs(
     ctx: ServiceContext, actor: Actor, phase: str | None = None, q: str | None = None, page: int = 1,
     page_size: int = 20,
@@ -241,12 +232,14 @@ def list_jobs(
     if q is not None and len(q) > 63:
         raise InvalidInput("q is limited to 63 characters (job names are DNS-1123 labels)", "q")
     params: dict = {"offset": (page - 1) * page_size, "limit": page_size}
-    if actor.is_admin:
-        visibility = "all"
-    else:
+    visibility = "all"
+    if not actor.is_admin:
         params["user_id"] = actor.user_id
-        params["projects"] = readable_projects(actor)
-        visibility = "own+projects" if params["projects"] else "own"
+        visibility = "own"
+        readable = readable_projects(actor)
+        if readable:
+            params["projects"] = readable
+            visibility = "own+projects"
     if phase:
         params["phase"] = phase
     if q:
@@ -265,9 +258,10 @@ def _list_statements(visibility: str, by_phase: bool, by_name: bool) -> tuple:
     bound parameters (``user_id``, ``projects``, ``phase``, ``pattern``, ``offset``, ``limit``).
 
     ``visibility``: ``all`` (platform admin), ``own`` (the actor's jobs) or ``own+projects`` (also every job
-    of the projects the actor administers or views) - the same rule as :func:`_visible`. The page is read in
-    two steps: the page's ids (answered from the indexes, which hold the filter columns), then only those
-    rows, as plain rows rather than ORM objects, so its cost does not grow with the rows filtered or skipped.
+    of the projects the actor administers or views, ``readable_projects``): what ``can_read_job`` allows, as
+    a query. The page is read in two steps: the page's ids (answered from the indexes, which hold the filter
+    columns), then only those rows, as plain rows rather than ORM objects, so that its cost does not grow with
+    the rows filtered or skipped.
     """
     c = _JOBS.c
 
