@@ -2,7 +2,7 @@
 
 ``CraterServer`` runs ``crater init`` then ``reflex run --env prod`` (single port, granian, one worker) in a
 fresh temporary ``CRATER_DATA_DIR``, in its own process group, and stops it with SIGTERM to the group.
-``mode="standalone"`` serves only the API (``crater_app.api.standalone:app``) with the same server (granian,
+``mode="standalone"`` serves only the API (``crater_app.tasks:standalone_api``) with the same server (granian,
 one worker) instead, which tells the cost of the Reflex layers from Crater's own code.
 
 Job processes started by the local backend live in their own sessions (they survive the web process by
@@ -144,7 +144,7 @@ class CraterServer:
             cmd = [str(VENV_BIN / "reflex"), "run", "--env", "prod", "--loglevel", os.environ.get("BENCH_LOGLEVEL", "warning")]
         else:
             cmd = [str(VENV_BIN / "granian"), "--interface", "asgi", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--workers", "1", "--log-level", "warning", "crater_app.api.standalone:app"]
+                   "--workers", "1", "--log-level", "warning", "--factory", "crater_app.tasks:standalone_api"]
         t0 = time.perf_counter()
         lock = open(BUILD_LOCK, "w")
         fcntl.flock(lock, fcntl.LOCK_EX)  # only while building/starting: .web is shared by the checkout

@@ -36,3 +36,17 @@ async def leader_loop(app=None):  # noqa: ANN001 - Reflex passes the app by name
     finally:
         loop.stop()
         await asyncio.to_thread(thread.join, 5)
+
+
+def standalone_api():
+    """The HTTP API alone, without the Reflex console, with the same leader loop (for profiling and
+    ``bench/ --mode standalone``; comparing it with ``reflex run --env prod`` shows what the Reflex layers
+    in front of the API cost)::
+
+        granian --interface asgi --factory --workers 1 crater_app.tasks:standalone_api
+    """
+    from crater_app.api.app import build_api
+
+    app = build_api()
+    app.router.lifespan_context = leader_loop
+    return app

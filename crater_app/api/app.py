@@ -14,12 +14,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import errors
+from crater_app.api import errors, metrics
 from crater_app.api.body import decode_body
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.policy import Actor
 from crater_app.services import jobs, nodes, users
+from crater_app.services import metrics as platform_metrics
 from crater_app.services.context import ServiceContext
 
 API_PREFIX = "/api/v1"
@@ -175,5 +176,11 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
     async def list_nodes(c: Ctx, a: Me) -> JSONResponse:
         """Nodes with capacity and each device's holder."""
         return JSONResponse([_dump(n) for n in await _read(nodes.list_nodes, c, a)])
+
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    async def prometheus_metrics(c: Ctx) -> Response:
+        """Platform health in the Prometheus text format (aggregates only; no token needed)."""
+        body, content_type = metrics.render(await _read(platform_metrics.platform_figures, c))
+        return Response(body, media_type=content_type)
 
     return app

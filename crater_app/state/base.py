@@ -88,6 +88,24 @@ class AppState(rx.State):
         self.remember(actor)
         return result
 
+    async def guarded(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, Any]:
+        """One service call (see :meth:`call`) with the usual error handling of a page handler.
+
+        Returns:
+            ``(result, None)`` on success; ``(None, redirect to /login)`` when the token is no longer valid;
+            ``(None, None)`` after any other :class:`CraterError`, whose message (and field) is shown in the
+            page's ``error`` (and ``error_field``) var.
+        """
+        try:
+            return await self.call(fn, *args, **kwargs), None
+        except Unauthenticated:
+            return None, self.signed_out()
+        except CraterError as exc:
+            self.error = exc.message
+            if hasattr(type(self), "error_field"):
+                self.error_field = exc.field or ""
+            return None, None
+
     def signed_out(self):
         """Forget the identity and send the browser to /login (coming back here after signing in)."""
         path = self.router.url.path or "/jobs"

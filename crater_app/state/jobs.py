@@ -62,13 +62,9 @@ class JobsState(AppState):
         self.error = ""
 
     async def _fetch(self):
-        try:
-            page = await self.call(jobs.list_jobs, **self._filters())
-        except Unauthenticated:
-            return self.signed_out()
-        except CraterError as exc:
-            self.error = exc.message
-            return None
+        page, stop = await self.guarded(jobs.list_jobs, **self._filters())
+        if page is None:
+            return stop
         if not page.items and page.total and self.page > 1:  # the page emptied: show the last one
             self.page = max(1, -(-page.total // self.page_size))
             return JobsState.reload
@@ -208,13 +204,9 @@ class NewJobState(AppState):
         """on_load: read the nodes' accelerator models and counts."""
         self.error = self.error_field = ""
         self.submitting = False
-        try:
-            found = await self.call(nodes.list_nodes)
-        except Unauthenticated:
-            return self.signed_out()
-        except CraterError as exc:
-            self.error = exc.message
-            return None
+        found, stop = await self.guarded(nodes.list_nodes)
+        if found is None:
+            return stop
         self.accelerators = views.accelerator_choices(found)
         models = [c["model"] for c in self.accelerators]
         if self.model not in models:
@@ -398,13 +390,9 @@ class JobDetailState(AppState):
         if job_id is None:
             return None
         self.error = ""
-        try:
-            job = await self.call(jobs.cancel_job, job_id)
-        except Unauthenticated:
-            return self.signed_out()
-        except CraterError as exc:
-            self.error = exc.message
-            return None
+        job, stop = await self.guarded(jobs.cancel_job, job_id)
+        if job is None:
+            return stop
         self.job = views.job_detail(job)
         return rx.toast.info(self.msg("job.cancel.requested"))
 
@@ -415,11 +403,7 @@ class JobDetailState(AppState):
         if job_id is None:
             return None
         self.error = ""
-        try:
-            job = await self.call(jobs.resubmit_job, job_id)
-        except Unauthenticated:
-            return self.signed_out()
-        except CraterError as exc:
-            self.error = exc.message
-            return None
+        job, stop = await self.guarded(jobs.resubmit_job, job_id)
+        if job is None:
+            return stop
         return rx.redirect(f"/jobs/{job.id}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.domain.errors import CraterError, Unauthenticated
 from crater_app.services import nodes
 from crater_app.state import views
 from crater_app.state.base import AppState
@@ -21,13 +20,9 @@ class NodesState(AppState):
     async def load(self):
         """Read the nodes."""
         self.error = ""
-        try:
-            found = await self.call(nodes.list_nodes)
-        except Unauthenticated:
-            return self.signed_out()
-        except CraterError as exc:
-            self.error = exc.message
-            return None
+        found, stop = await self.guarded(nodes.list_nodes)
+        if found is None:
+            return stop
         self.nodes = [views.node_view(n) for n in found]
         self.loaded = True
         return None
