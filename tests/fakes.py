@@ -98,6 +98,10 @@ class FakeBackend:
                 devices=(), started_at=None, finished_at=None, rev=self._rev,
             ))
 
+    def create_many(self, workloads: list[Workload]) -> None:
+        for workload in workloads:
+            self.create(workload)
+
     def cancel(self, uid: str, reason: str) -> None:
         with self._lock:
             rec = self._records[uid]  # KeyError for unknown uids, as the contract says

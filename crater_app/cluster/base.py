@@ -91,6 +91,9 @@ class ClusterBackend(Protocol):
     def create(self, workload: Workload) -> None:
         """Submit ``workload``; a second call with the same uid is a no-op (idempotent)."""
 
+    def create_many(self, workloads: list[Workload]) -> None:
+        """:meth:`create` for several workloads at once (one transaction where the backend has them)."""
+
     def cancel(self, uid: str, reason: str) -> None:
         """Stop the workload (graceful, then forced); unknown uids raise ``KeyError``."""
 

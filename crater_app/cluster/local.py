@@ -166,8 +166,7 @@ class LocalBackend:
         self._creates.run(self._row(workload), self._insert_workloads)
 
     def create_many(self, workloads: list[Workload]) -> None:
-        """:meth:`create` for several workloads in one transaction (services use it, when a backend has it, for
-        batched submissions; a subclass that overrides :meth:`create` must override this too)."""
+        """:meth:`create` for several workloads in one transaction (batched submissions)."""
         self._insert_workloads([self._row(w) for w in workloads])
 
     @staticmethod

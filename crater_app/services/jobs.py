@@ -169,10 +169,9 @@ def _write_submissions(ctx: ServiceContext, batch: list[tuple]) -> list[tuple[in
     # A crash between the commit above and the backend's create is repaired by services.reconcile.repair().
     workloads = [item[4] for item in batch]
     errors: list[Exception | None] = [None] * len(batch)
-    create_many = getattr(ctx.backend, "create_many", None)  # optional: one backend transaction for all
     try:
-        if create_many is not None and len(workloads) > 1:
-            create_many(workloads)
+        if len(workloads) > 1:
+            ctx.backend.create_many(workloads)
         else:
             for w in workloads:
                 ctx.backend.create(w)

@@ -49,6 +49,15 @@ def test_create_is_idempotent_and_starts_pending(backend):
     assert [c.uid for c in backend.changes(0)] == [w.uid]
 
 
+def test_create_many_queues_all_and_is_idempotent(backend):
+    ws = [workload() for _ in range(3)]
+    backend.create(ws[0])
+    backend.create_many(ws)
+    backend.create_many(ws)
+    assert [backend.status(w.uid).state for w in ws] == ["Pending"] * 3
+    assert sorted(c.uid for c in backend.changes(0)) == sorted(w.uid for w in ws)
+
+
 def test_unknown_uids(backend):
     assert backend.status("nope") is None
     assert backend.read_logs("nope") == ""
