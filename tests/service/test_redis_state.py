@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 
 import redis
 import redis.asyncio as aioredis
@@ -37,7 +38,10 @@ def test_redis_accepts_the_state_managers_keyspace_notifications(redis_url):
         finally:
             await client.aclose()
 
-    flags = asyncio.run(configure())
+    # In a thread of its own: a session-wide Playwright browser (tests/e2e) keeps an event loop running in the
+    # main thread, where asyncio.run() refuses to start.
+    with ThreadPoolExecutor(1) as pool:
+        flags = pool.submit(asyncio.run, configure()).result()
     assert set(flags) == set(NOTIFY_KEYSPACE_EVENTS), flags
 
 
