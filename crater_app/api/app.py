@@ -11,13 +11,16 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import errors, metrics
+from crater_app.api import docs, errors, metrics
 from crater_app.api.body import decode_body
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
-from crater_app.domain.errors import InvalidInput
+from crater_app.domain.errors import InvalidInput, NotFound
 from crater_app.domain.policy import Actor
 from crater_app.services import jobs, nodes, users
 from crater_app.services import metrics as platform_metrics
@@ -73,7 +76,10 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
 
     Ctx = Annotated[ServiceContext, Depends(ctx)]
 
-    async def actor(request: Request, c: Ctx) -> Actor:
+    bearer = HTTPBearer(auto_error=False, description="a token from POST /api/v1/auth/token")
+
+    async def actor(request: Request, c: Ctx, _: Annotated[object, Depends(bearer)] = None) -> Actor:
+        """The caller (the ``bearer`` dependency only documents the scheme in OpenAPI)."""
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else None
@@ -89,7 +95,7 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
             conn.execute(text("SELECT 1"))
         return {"status": "ok", "backend": c.backend.name, "nodes": len(c.backend.inventory())}
 
-    @app.post(f"{API_PREFIX}/auth/token", tags=["auth"], response_model=TokenPublic)
+    @app.post(f"{API_PREFIX}/auth/token", tags=["auth"], response_model=TokenPublic, openapi_extra=docs.LOGIN_BODY)
     async def token(request: Request, c: Ctx) -> JSONResponse:
         """Exchange ``{"username", "password"}`` for a bearer token."""
         body = await decode_body(request)
@@ -107,7 +113,8 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         """The signed-in user."""
         return _json(await _read(users.me, c, a))
 
-    @app.post(f"{API_PREFIX}/users", tags=["users"], status_code=201, response_model=UserPublic)
+    @app.post(f"{API_PREFIX}/users", tags=["users"], status_code=201, response_model=UserPublic,
+              openapi_extra=docs.USER_CREATE_BODY)
     async def create_user(request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Create a user (platform admins): ``{"username", "password", "role"?, "display_name"?, "email"?}``."""
         body = await decode_body(request)
@@ -129,7 +136,8 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         """All users (platform admins)."""
         return JSONResponse([_dump(u) for u in await _read(users.list_users, c, a)])
 
-    @app.post(f"{API_PREFIX}/jobs", tags=["jobs"], status_code=201, response_model=JobPublic)
+    @app.post(f"{API_PREFIX}/jobs", tags=["jobs"], status_code=201, response_model=JobPublic,
+              openapi_extra=docs.JOB_SPEC_BODY)
     async def submit(request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Submit a job spec (JSON, or YAML with ``Content-Type: application/yaml``)."""
         body = await decode_body(request)
@@ -182,5 +190,15 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         """Platform health in the Prometheus text format (aggregates only; no token needed)."""
         body, content_type = metrics.render(await _read(platform_metrics.platform_figures, c))
         return Response(body, media_type=content_type)
+
+    @app.api_route(f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                   include_in_schema=False)
+    async def no_such_route(request: Request, path: str) -> Response:
+        """JSON 404 for unknown API paths (otherwise the console's HTML 404 page would answer); a known path
+        asked with another method keeps its 405."""
+        for route in app.routes:
+            if route is not request.scope.get("route") and route.matches(request.scope)[0] == Match.PARTIAL:
+                raise StarletteHTTPException(405, f"{request.method} is not allowed on {request.url.path}")
+        raise NotFound(f"no route {request.method} {request.url.path}; see {API_PREFIX}/openapi.json", "path")
 
     return app

@@ -119,9 +119,13 @@ class Reconciler:
         at = status.started_at if phase == JobPhase.RUNNING else job.finished_at
         s.add(JobEvent(job_id=job.id, at=at or utcnow(), phase=phase.value, reason=status.reason, message=status.message))
 
-    def repair(self) -> int:
+    def repair(self, adopted_by: str | None = None) -> int:
         """Fix jobs the backend does not know: a Queued one (crash between commit and create) is created
-        again with the same uid; a Running one is marked Failed with the reason. Returns how many."""
+        again with the same uid; a Running one is marked Failed with the reason. Returns how many.
+
+        With ``adopted_by`` (the new leader, after a restart or a change of leader), every job still running
+        gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it.
+        """
         fixed = 0
         with self.ctx.session() as s:
             rows = s.exec(
@@ -130,7 +134,11 @@ class Reconciler:
                 .where(Job.phase.in_(_ACTIVE))
             ).all()
             for job, project, user in rows:
-                if self.ctx.backend.status(job.uid) is not None:
+                status = self.ctx.backend.status(job.uid)
+                if status is not None:
+                    if adopted_by and job.phase == JobPhase.RUNNING.value and status.state == "Running":
+                        s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Adopted", message=(
+                            f"still running after Crater restarted; re-adopted by {adopted_by}")))
                     continue
                 fixed += 1
                 if job.phase == JobPhase.QUEUED.value:
@@ -183,7 +191,7 @@ class LeaderLoop:
             self.ctx.backend.adopt()
             self.reconciler.rev = 0
             self.reconciler.sync()
-            self.reconciler.repair()
+            self.reconciler.repair(adopted_by=self.holder)
         if time.monotonic() - self._stats_at > self.STATS_EVERY_S:
             self._stats_at = time.monotonic()
             with self.ctx.session() as s:

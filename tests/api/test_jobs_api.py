@@ -169,8 +169,18 @@ def test_healthz_and_openapi(api):
                  "/api/v1/nodes", "/healthz"):
         assert path in paths, path
     assert {"get", "post"} <= set(paths["/api/v1/jobs"]) and {"get", "delete"} <= set(paths["/api/v1/jobs/{job_id}"])
+    # Bodies the API decodes itself are still described, and bearer auth is declared.
+    body = paths["/api/v1/jobs"]["post"]["requestBody"]["content"]
+    assert set(body) == {"application/json", "application/yaml"}
+    assert {"name", "command", "resources"} <= set(body["application/json"]["schema"]["properties"])
+    assert set(paths["/api/v1/auth/token"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]) == {
+        "username", "password"}
+    assert "HTTPBearer" in spec.json()["components"]["securitySchemes"]
+    assert paths["/api/v1/jobs"]["get"]["security"] == [{"HTTPBearer": []}]
 
 
 def test_unknown_routes_and_methods_use_the_envelope(api):
     assert_error(api.client.get("/api/v1/nothing-here", headers=api.auth("alice")), 404, "not_found")
     assert_error(api.client.put("/api/v1/jobs", headers=api.auth("alice"), json={}), 405, "method_not_allowed")
+    assert_error(api.client.post("/api/v1/jobs/1/cancel", headers=api.auth("alice")), 404, "not_found", "path")
+    assert_error(api.client.delete("/api/v1/nodes/x/y"), 404, "not_found", "path")

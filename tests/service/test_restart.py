@@ -44,6 +44,9 @@ def test_running_job_is_readopted_after_a_restart(make_ctx, tmp_path):
     row = drive_until(loop2, job.id, "Succeeded", timeout=10)
     assert row.exit_code == 0
     assert jobs.job_logs(ctx2, world.alice, job.id) == "finished\n"
+    reasons = [e.reason for e in events(ctx2, job.id)]
+    assert reasons.index("Started") < reasons.index("Adopted") < reasons.index("Completed"), reasons
+    assert loop2.holder in next(e.message for e in events(ctx2, job.id) if e.reason == "Adopted")
 
 
 def test_readopted_job_keeps_its_exit_code(make_ctx, tmp_path):
