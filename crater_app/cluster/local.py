@@ -315,6 +315,23 @@ class LocalBackend:
             return
         self._signal(pid, signal.SIGKILL)
 
+    def _kill_tree(self, pid: int | None, pid_start: float | None) -> None:
+        """SIGKILL the runner ``pid``, its descendants (also those that left its process group: the runner is a
+        child subreaper, so detached ones stay below it) and its process group."""
+        if not pid:
+            return
+        try:
+            runner = psutil.Process(pid)
+            if pid_start is None or abs(runner.create_time() - pid_start) <= 1.0:
+                for proc in runner.children(recursive=True):
+                    try:
+                        proc.kill()
+                    except psutil.Error:
+                        pass
+        except psutil.Error:
+            pass
+        self._signal(pid, signal.SIGKILL)
+
     def _finish_if_exited(self, uid: str, adopted: bool = False) -> None:
         code = self._read_exit(uid)
         with self._lock:
@@ -372,7 +389,7 @@ class LocalBackend:
                                  message=f"stopping: max_runtime of {max_runtime} s exceeded")
                 self._signal(pid, signal.SIGTERM)
             elif term_sent is not None and now - term_sent >= self.cancel_grace_s:
-                self._signal(pid, signal.SIGKILL)
+                self._kill_tree(pid, pid_start)
 
     def _place(self) -> None:
         with self._tx() as conn:
@@ -427,20 +444,25 @@ class LocalBackend:
         spec = json.loads(conn.execute("SELECT spec FROM workloads WHERE uid = ?", (uid,)).fetchone()[0])
         folder = self.job_dir(uid)
         work = folder / "work"
-        cwd = work / spec["working_dir"] if spec.get("working_dir") else work
-        cwd.mkdir(parents=True, exist_ok=True)
-        env = job_environment(dict(os.environ), spec.get("env") or {}, uid, devices)
         now = self.clock()
-        with open(folder / "output.log", "ab") as log:
-            try:
+        # Whatever goes wrong here fails this workload only. Raising would roll back the whole placement round -
+        # after the workloads placed before this one were already started, so that the next round would start
+        # them again (duplicates), and no workload would ever be placed again while this one stays pending.
+        try:
+            cwd = work / spec["working_dir"] if spec.get("working_dir") else work
+            cwd.mkdir(parents=True, exist_ok=True)
+            env = job_environment(dict(os.environ), spec.get("env") or {}, uid, devices)
+            with open(folder / "output.log", "ab") as log:
                 proc = subprocess.Popen(
                     [sys.executable, "-S", RUNNER, str(folder / "exit_code"), str(cwd), "--", *spec["command"]],
                     cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, close_fds=True,
                 )
-            except OSError as exc:  # pragma: no cover - the interpreter itself could not start
-                self._update(conn, uid, state=FAILED, reason="StartError", message=str(exc), finished_at=now)
-                return
+        except Exception as exc:  # noqa: BLE001 - e.g. OSError (mkdir, exec), ValueError (text no process can take)
+            message = f"the job could not be started: {type(exc).__name__}: {exc}"
+            message = message.encode("utf-8", "backslashreplace").decode("utf-8")[:500]
+            self._update(conn, uid, state=FAILED, reason="StartError", message=message, finished_at=now)
+            return
         try:
             pid_start = psutil.Process(proc.pid).create_time()
         except psutil.NoSuchProcess:  # pragma: no cover - exited within microseconds

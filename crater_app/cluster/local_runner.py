@@ -1,9 +1,20 @@
 """Process wrapper for one local job (stdlib only; started by :mod:`crater_app.cluster.local`).
 
-Usage: ``python local_runner.py EXIT_FILE CWD -- ARGV...``. It runs ARGV in CWD (stdout/stderr are inherited:
-the backend points them at the job's log), waits, and writes the exit status atomically to EXIT_FILE:
-the child's code, or 128+N when it died of signal N (the shell convention), or 127 when ARGV[0] cannot be
-executed. It survives the web process: it lives in its own session, so a restarted Crater re-adopts it.
+Usage: ``python local_runner.py EXIT_FILE CWD -- ARGV...``. It runs ARGV in CWD, waits, and writes the exit status
+atomically to EXIT_FILE: the child's code, or 128+N when it died of signal N (the shell convention), or 127 when
+ARGV[0] cannot be executed. It survives the web process: it lives in its own session, so a restarted Crater
+re-adopts it.
+
+- Output: the runner's stdout is the job's log (the backend points it at ``output.log``, next to EXIT_FILE). The
+  job writes into a pipe that the runner copies to the log, so that the log stays bounded: past
+  :data:`LOG_LIMIT_BYTES` the middle is dropped (the first :data:`LOG_HEAD_BYTES` and the last
+  :data:`LOG_TAIL_BYTES` are kept, with a line saying how much was dropped). A job printing in a loop would
+  otherwise fill the disk that holds Crater's database within minutes.
+- Descendants: on Linux the runner is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process the job
+  detaches (``setsid``, double fork) stays below the runner instead of moving to init. SIGTERM is passed on to
+  descendants outside the job's process group (the backend signals that group), and when the job's main process
+  has exited every descendant left is killed, as the backend does with the process group. A job can still escape
+  by other means (killing the runner, asking another service to start a process): only a cgroup bounds a job.
 """
 
 from __future__ import annotations
@@ -12,6 +23,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+
+LOG_LIMIT_BYTES = 256 * 1024 * 1024
+LOG_HEAD_BYTES = 8 * 1024 * 1024
+LOG_TAIL_BYTES = 32 * 1024 * 1024
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _write_exit(path: str, code: int) -> None:
@@ -21,27 +38,182 @@ def _write_exit(path: str, code: int) -> None:
     os.replace(tmp, path)
 
 
+def _become_subreaper() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no prctl: descendants may escape (as before)
+        pass
+
+
+def _descendants() -> list[int]:
+    """Pids of this process's live descendants (from ``/proc``; empty where there is none)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # pragma: no cover - not Linux
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        if len(fields) > 1 and fields[0] != b"Z":
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for child in parents.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every descendant (a few rounds: one may fork while the others are killed) and reap them."""
+    for _ in range(20):
+        left = _descendants()
+        if not left:
+            return
+        _signal_all(left, signal.SIGKILL)
+        _reap()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+            continue
+        except OSError:  # e.g. the disk is full: drop the output, keep the job running
+            return
+
+
+class _Log:
+    """Copies the job's output pipe to the log (fd 1), keeping the file under :data:`LOG_LIMIT_BYTES`."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.limit, self.head, self.tail = path, LOG_LIMIT_BYTES, LOG_HEAD_BYTES, LOG_TAIL_BYTES
+        try:
+            self.trimmable = os.path.samestat(os.fstat(1), os.stat(path))  # only ever truncate the log we write
+            self.size = os.fstat(1).st_size
+        except OSError:
+            self.trimmable, self.size = False, 0
+        self.head_end: int | None = None
+        self.marker_len = 0  # length of the "dropped" line written by the last trim
+        self.dropped = 0
+
+    def pump(self, fd: int) -> None:
+        """Copy ``fd`` to the log until end of file."""
+        while True:
+            try:
+                data = os.read(fd, 1 << 16)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+                continue
+            except OSError:  # pragma: no cover
+                return
+            if not data:
+                return
+            if self.trimmable and self.size + len(data) > self.limit:
+                self._trim()
+            _write_all(1, data)
+            self.size += len(data)
+
+    def _trim(self) -> None:
+        """Cut the log to its head, a line saying how much was dropped, and its last ``tail`` bytes."""
+        try:
+            with open(self.path, "rb") as fh:
+                if self.head_end is None:  # the head ends at the last line break within the first `head` bytes
+                    first = fh.read(self.head)
+                    cut = first.rfind(b"\n")
+                    self.head_end = cut + 1 if cut >= 0 else len(first)
+                size = fh.seek(0, os.SEEK_END)
+                start = max(self.head_end + self.marker_len, size - self.tail)  # the last marker goes too
+                fh.seek(start)
+                kept = fh.read()
+        except OSError:  # pragma: no cover
+            return
+        if b"\n" in kept[:-1]:  # let the kept part start at a line
+            skip = kept.index(b"\n") + 1
+            start, kept = start + skip, kept[skip:]
+        self.dropped += start - self.head_end - self.marker_len
+        marker = (f"\n[crater: {self.dropped} bytes of output dropped here; a job log keeps its first "
+                  f"{self.head} and last {self.tail} bytes]\n").encode()
+        os.ftruncate(1, self.head_end)  # fd 1 is opened for appending: the next writes go to the new end
+        _write_all(1, marker + kept)
+        self.marker_len = len(marker)
+        self.size = self.head_end + len(marker) + len(kept)
+
+
 def main(argv: list[str]) -> int:
     """Run the job command; return the recorded exit status."""
     exit_file, cwd, sep, *command = argv
     if sep != "--" or not command:
         print("crater runner: usage: local_runner.py EXIT_FILE CWD -- ARGV...", file=sys.stderr)
         return 2
-    # A Python-level handler (not SIG_IGN) so that the child gets the default disposition after exec,
-    # while this wrapper outlives the group-wide SIGTERM long enough to record the child's status.
-    signal.signal(signal.SIGTERM, lambda *_: None)
+    _become_subreaper()
+    own_group = os.getpgrp()
+
+    def on_term(*_: object) -> None:
+        # The backend signals the job's process group; pass it on to descendants that left the group (setsid).
+        # A Python-level handler (not SIG_IGN), so that the child gets the default disposition after exec, while
+        # this wrapper outlives the group-wide SIGTERM long enough to record the child's status.
+        outside = []
+        for pid in _descendants():
+            try:
+                if os.getpgid(pid) != own_group:
+                    outside.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _signal_all(outside, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_term)
+    read_fd, write_fd = os.pipe()
     try:
-        child = subprocess.Popen(command, cwd=cwd)
+        child = subprocess.Popen(command, cwd=cwd, stdout=write_fd, stderr=write_fd)
     except OSError as exc:
+        os.close(read_fd)
+        os.close(write_fd)
         print(f"crater: cannot execute {command[0]!r}: {exc.strerror or exc}", flush=True)
         _write_exit(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126)
         return 127
+    os.close(write_fd)  # the job (and what it starts) holds the only write ends: EOF when they are all gone
+    log = _Log(os.path.join(os.path.dirname(exit_file), "output.log"))
+    pump = threading.Thread(target=log.pump, args=(read_fd,), daemon=True)
+    pump.start()
     while True:
         try:
             code = child.wait()
             break
         except InterruptedError:  # pragma: no cover - PEP 475 retries for us
             continue
+    _kill_descendants()
+    pump.join(timeout=5.0)  # the rest of the output (no descendant holds the pipe any more)
     status = 128 - code if code < 0 else code
     _write_exit(exit_file, status)
     return status

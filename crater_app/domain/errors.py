@@ -67,3 +67,10 @@ class Unschedulable(CraterError):
 
     code = "unschedulable"
     http_status = 422
+
+
+class Busy(CraterError):
+    """Too many requests of a costly kind at once (e.g. password checks); retry shortly. HTTP 429."""
+
+    code = "busy"
+    http_status = 429

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr, ValidationError, field_validator
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.naming import check_dns1123_label
+from crater_app.domain.naming import check_dns1123_label, is_text
 from crater_app.domain.resources import ResourceList, parse_resources
 
 MAX_COMMAND_ARGS = 256
@@ -23,14 +23,18 @@ PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
 MAX_WORKING_DIR_CHARS = 255
 DEFAULT_IMAGE = "local/host"
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Patterns are used with fullmatch (a '$' also matches before a trailing newline) and re.ASCII ('\d' would
+# also match other scripts' digits, which int() reads: '٣h' would be 3 hours).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MODEL = re.compile(r"[A-Za-z0-9._ -]+")
+MAX_PATH_COMPONENT_BYTES = 255  # NAME_MAX: a longer folder name cannot be created
 # Docker/OCI image reference, simplified from distribution/reference: [host[:port]/]path[:tag][@digest]; the first
 # component is a host only when it has a '.' or a ':port' or is 'localhost' (else it is a lower-case path component).
 _IMAGE = re.compile(
     r"^(?:(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+|localhost)(?::[0-9]+)?/|[a-zA-Z0-9-]+:[0-9]+/)?[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 # Environment names the platform sets itself; a spec may not override them.
 RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRATER_JOB_UID"})
 
@@ -79,10 +83,15 @@ def parse_duration(raw: object, field: str = "max_runtime") -> int | None:
         seconds = raw
     elif isinstance(raw, str):
         text = raw.strip()
-        if text.isdigit():
+        if len(text) > 32:  # int() of thousands of digits is slow, and fails past 4300
+            raise InvalidInput(
+                f"{field} '{text[:32]}...' is not seconds or a duration such as '2h' ({len(text)} characters; "
+                "the limit is 32)", field,
+            )
+        if text.isascii() and text.isdigit():
             seconds = int(text)
         else:
-            match = _DURATION.match(text) if text and len(text) <= 32 else None
+            match = _DURATION.fullmatch(text) if text and len(text) <= 32 else None
             if not match or not any(match.groups()):
                 raise InvalidInput(f"{field} '{text[:32]}' is not seconds or a duration such as '2h' or '1h30m'", field)
             d, h, m, s = (int(g or 0) for g in match.groups())
@@ -110,7 +119,7 @@ class JobSpec(BaseModel):
     name: StrictStr
     project: StrictStr | None = None
     image: StrictStr = DEFAULT_IMAGE
-    command: list[StrictStr]
+    command: Annotated[list[StrictStr], Strict()]  # a list: a YAML !!set or a tuple has no reliable order
     env: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     working_dir: StrictStr | None = None
     # Values are quantities (string or number); their types and grammar are checked by parse_resources, so
@@ -144,6 +153,8 @@ def _check_command(command: list[str]) -> None:
             raise InvalidInput(f"command[{i}] is {len(arg)} characters; the limit is {MAX_ARG_CHARS}", f"command.{i}")
         if "\x00" in arg:
             raise InvalidInput(f"command[{i}] must not contain NUL characters", f"command.{i}")
+        if not is_text(arg):
+            raise InvalidInput(f"command[{i}] is not valid Unicode text (lone surrogate)", f"command.{i}")
     if total > MAX_COMMAND_BYTES:
         raise InvalidInput(f"command is {total} bytes; the limit is {MAX_COMMAND_BYTES} bytes", "command")
     if not command[0].strip():
@@ -154,22 +165,27 @@ def _check_env(env: dict[str, str]) -> None:
     if len(env) > MAX_ENV_VARS:
         raise InvalidInput(f"env has {len(env)} variables; the limit is {MAX_ENV_VARS}", "env")
     for key, value in env.items():
-        if not _ENV_NAME.match(key) or len(key) > 128:
+        if not _ENV_NAME.fullmatch(key) or len(key) > 128:
             raise InvalidInput(f"env name '{key[:64]}' must match [A-Za-z_][A-Za-z0-9_]* (128 chars max)", f"env.{key[:64]}")
         if key in RESERVED_ENV:
             raise InvalidInput(f"env {key} is set by Crater and cannot be overridden", f"env.{key}")
-        if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value:
+        if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value or not is_text(value):
             raise InvalidInput(
-                f"env {key} is {len(value)} characters; the limit is {MAX_ENV_VALUE_CHARS} with no NUL", f"env.{key}"
+                f"env {key} is {len(value)} characters; the limit is {MAX_ENV_VALUE_CHARS} of valid text with no NUL",
+                f"env.{key}",
             )
 
 
 def _check_working_dir(path: str | None) -> None:
     if path is None:
         return
-    if len(path) > MAX_WORKING_DIR_CHARS or "\x00" in path:
-        raise InvalidInput(f"working_dir is limited to {MAX_WORKING_DIR_CHARS} characters", "working_dir")
+    if len(path) > MAX_WORKING_DIR_CHARS or "\x00" in path or not is_text(path):
+        raise InvalidInput(f"working_dir is limited to {MAX_WORKING_DIR_CHARS} characters of text with no NUL", "working_dir")
     parts = path.replace("\\", "/").split("/")
+    if any(len(part.encode("utf-8")) > MAX_PATH_COMPONENT_BYTES for part in parts):
+        raise InvalidInput(
+            f"working_dir: each folder name is limited to {MAX_PATH_COMPONENT_BYTES} bytes (UTF-8)", "working_dir"
+        )
     if path.startswith("/") or ".." in parts:
         raise InvalidInput("working_dir must be a relative path inside the job directory (no '/' start, no '..')", "working_dir")
 
@@ -205,7 +221,7 @@ def validate_spec(raw: object) -> JobSpec:
     check_dns1123_label(spec.name, "name")
     if spec.project is not None:
         check_dns1123_label(spec.project, "project")
-    if len(spec.image) > MAX_IMAGE_CHARS or not _IMAGE.match(spec.image):
+    if len(spec.image) > MAX_IMAGE_CHARS or not _IMAGE.fullmatch(spec.image):
         raise InvalidInput(
             f"image must be an image reference such as 'pytorch/pytorch:2.4.0' ({MAX_IMAGE_CHARS} chars max)", "image"
         )
@@ -215,7 +231,7 @@ def validate_spec(raw: object) -> JobSpec:
     if not PRIORITY_MIN <= spec.priority <= PRIORITY_MAX:
         raise InvalidInput(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX} (got {spec.priority})", "priority")
     if spec.accelerator_model is not None and (
-        not spec.accelerator_model or len(spec.accelerator_model) > 128 or not re.match(r"^[A-Za-z0-9._ -]+$", spec.accelerator_model)
+        not spec.accelerator_model or len(spec.accelerator_model) > 128 or not _MODEL.fullmatch(spec.accelerator_model)
     ):
         raise InvalidInput("accelerator_model must be a model name such as 'NVIDIA-A100-SXM4-80GB' (128 chars max)", "accelerator_model")
     resources = parse_resources(spec.resources)

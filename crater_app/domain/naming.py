@@ -28,10 +28,23 @@ def check_dns1123_label(value: object, field: str) -> str:
         raise InvalidInput(
             f"{field} is {len(value)} characters; the limit is {DNS1123_LABEL_MAX}", field
         )
-    if not _DNS1123_LABEL.match(value):
+    if not _DNS1123_LABEL.fullmatch(value):  # fullmatch: '$' would also accept a trailing newline
         raise InvalidInput(
             f"{field} must be a DNS-1123 label: lower-case letters, digits and '-', "
             "starting and ending with a letter or digit",
             field,
         )
     return value
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` is text every layer can store: encodable as UTF-8 and without NUL. A JSON ``"\\ud800"``
+    escape decodes to a lone surrogate, which no file, database driver, process argument or response body can
+    carry; ``"\\u0000"`` is refused by PostgreSQL text columns and by process arguments."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

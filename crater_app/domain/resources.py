@@ -20,6 +20,12 @@ NVIDIA_GPU = "nvidia.com/gpu"
 # Kubernetes extended resource names: a domain-qualified name, e.g. nvidia.com/gpu, huawei.com/Ascend910.
 _EXTENDED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 MAX_RESOURCE_NAMES = 16
+# Canonical amounts (millicores, bytes, devices) are stored as 64-bit integers. A larger one ('1e99999' is 7
+# characters) is refused before int() would build, and str() would fail to print, a number of 100,000 digits.
+MAX_CANONICAL = 2**63 - 1
+# The Kubernetes quantity grammar (k8s.io/apimachinery resource.Quantity), ASCII only. parse_quantity goes through
+# Python's Decimal, which also reads '1_000' and other scripts' digits ('١'): a finite value must match it too.
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ def _quantity(raw: object, field_name: str) -> Decimal:
         raise InvalidInput(f"{field_name} is {len(text)} characters; the limit is 32", field_name)
     try:
         value = parse_quantity(text)
+        if value.is_finite() and not _QUANTITY.fullmatch(text):
+            raise ValueError(text)
     except (ValueError, TypeError, ArithmeticError):
         raise InvalidInput(
             f"{field_name} '{text}' is not a Kubernetes quantity (e.g. '2', '500m', '4Gi')", field_name
@@ -93,6 +101,9 @@ def parse_resources(raw: object, field_prefix: str = "resources") -> ResourceLis
         if not isinstance(name, str):
             raise InvalidInput(f"{field_prefix} keys must be strings", field_prefix)
         value = _quantity(quantity, field_name)
+        if value > MAX_CANONICAL or value * (1000 if name == CPU else 1) > MAX_CANONICAL:
+            unit = "millicores" if name == CPU else "bytes" if name == MEMORY else "devices"
+            raise InvalidInput(f"{field_name} '{str(quantity)[:32]}' is too large (over {MAX_CANONICAL} {unit})", field_name)
         if name == CPU:
             millis = value * 1000
             if millis != millis.to_integral_value():
@@ -102,7 +113,7 @@ def parse_resources(raw: object, field_prefix: str = "resources") -> ResourceLis
             if value != value.to_integral_value():
                 raise InvalidInput(f"{field_name} must be a whole number of bytes (got {quantity})", field_name)
             memory = int(value)
-        elif len(name) <= 253 and _EXTENDED.match(name):
+        elif len(name) <= 253 and _EXTENDED.fullmatch(name):
             if value != value.to_integral_value():
                 raise InvalidInput(
                     f"{field_name} must be a whole number of devices; fractional accelerators "

@@ -16,6 +16,7 @@ from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
+from crater_app.domain.naming import is_text
 from crater_app.domain.placement import Request, never_fits
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import Actor, can_cancel_job, can_read_job, can_submit, readable_projects
@@ -228,8 +229,8 @@ def list_jobs(
         raise InvalidInput("page must be between 1 and 1000000", "page")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
-    if q is not None and len(q) > 63:
-        raise InvalidInput("q is limited to 63 characters (job names are DNS-1123 labels)", "q")
+    if q is not None and (len(q) > 63 or not is_text(q)):
+        raise InvalidInput("q is limited to 63 characters of text (job names are DNS-1123 labels)", "q")
     params: dict = {"offset": (page - 1) * page_size, "limit": page_size}
     visibility = "all"
     if not actor.is_admin:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import secrets
 import threading
 import time
@@ -17,8 +18,8 @@ from crater_app.auth.tokens import hash_token, new_token
 from crater_app.db.models import ApiToken, Project, ProjectMember, User
 from crater_app.db.schemas import TokenPublic, UserPublic
 from crater_app.db.types import utcnow
-from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, Unauthenticated
-from crater_app.domain.naming import check_dns1123_label
+from crater_app.domain.errors import Busy, Conflict, Forbidden, InvalidInput, Unauthenticated
+from crater_app.domain.naming import check_dns1123_label, is_text
 from crater_app.domain.policy import PLATFORM_ROLES, Actor, can_manage_users
 from crater_app.services import oplog
 from crater_app.services.context import ServiceContext
@@ -30,6 +31,11 @@ _LAST_USED_EVERY_S = 60.0
 _cache: dict[str, tuple[float, Actor, float | None]] = {}
 _cache_lock = threading.Lock()
 _last_used: dict[str, float] = {}
+# Password checks at once: each argon2 check holds 64 MiB for ~0.1 s, so 40 concurrent sign-ins (FastAPI's thread
+# pool) took the process from 0.3 to 2.5 GB. More than one per core gains no throughput; a sign-in that cannot get
+# a slot within _LOGIN_WAIT_S is answered 429 (busy) instead of queueing without bound.
+_LOGIN_SLOTS = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
+_LOGIN_WAIT_S = 5.0
 
 
 @functools.lru_cache(maxsize=1)
@@ -108,15 +114,15 @@ def create_user(
     if not can_manage_users(actor):
         raise Forbidden("only platform admins may create users")
     check_dns1123_label(username, "username")
-    if not isinstance(password, str) or not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS:
+    if not isinstance(password, str) or not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS or not is_text(password):
         raise InvalidInput(
             f"password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", "password"
         )
     if role not in PLATFORM_ROLES:
         raise InvalidInput(f"role must be one of {', '.join(PLATFORM_ROLES)}", "role")
-    if not isinstance(display_name, str) or len(display_name) > 128:
+    if not isinstance(display_name, str) or len(display_name) > 128 or not is_text(display_name):
         raise InvalidInput("display_name must be a string of at most 128 characters", "display_name")
-    if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email):
+    if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email) or not is_text(email):
         raise InvalidInput("email must be an address of at most 254 characters", "email")
     project_id = ensure_default_project(ctx)
     return _insert_user(ctx, actor, username, password, role, display_name, email, project_id)
@@ -142,13 +148,20 @@ def login(ctx: ServiceContext, username: object, password: object) -> TokenPubli
     for name, value in (("username", username), ("password", password)):
         if not isinstance(value, str) or not value:
             raise InvalidInput(f"{name} is required and must be a string", name)
-        if len(value) > MAX_PASSWORD_CHARS:
-            raise InvalidInput(f"{name} is limited to {MAX_PASSWORD_CHARS} characters", name)
+        if len(value) > MAX_PASSWORD_CHARS or not is_text(value):
+            raise InvalidInput(f"{name} is limited to {MAX_PASSWORD_CHARS} characters of valid text", name)
     with ctx.session(read_only=True) as s:
         user = s.exec(select(User).where(User.username == username)).first()
     # The (deliberately slow) hash check runs outside any transaction, so it holds no database lock.
     # An unknown name costs one hash check too, so response times do not tell which user names exist.
-    if not verify_password(user.password_hash if user is not None else _dummy_hash(), password) or user is None:
+    stored = user.password_hash if user is not None else _dummy_hash()
+    if not _LOGIN_SLOTS.acquire(timeout=_LOGIN_WAIT_S):
+        raise Busy("too many sign-ins at once; try again in a few seconds")
+    try:
+        ok = verify_password(stored, password)
+    finally:
+        _LOGIN_SLOTS.release()
+    if not ok or user is None:
         raise Unauthenticated("wrong user name or password")
     if user.status != "active":
         raise Unauthenticated(f"account '{username}' is {user.status}")
@@ -233,3 +246,11 @@ def forget_cached_identities() -> None:
     """Drop the token cache (tests, or after a role change)."""
     with _cache_lock:
         _cache.clear()
+
+
+def forget_user(user_id: int) -> None:
+    """Drop every cached identity of user ``user_id`` from this process's token cache, so that a change of
+    their roles, memberships or tokens applies from their next request (other processes within 5 s)."""
+    with _cache_lock:
+        for digest in [d for d, (_, cached, _) in _cache.items() if cached.user_id == user_id]:
+            del _cache[digest]

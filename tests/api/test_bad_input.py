@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -55,6 +56,22 @@ CASES = [
     ("max-runtime-zero", {"max_runtime": 0}, 422, "invalid", "max_runtime", ["at least 1 second"]),
     ("max-runtime-junk", {"max_runtime": "soon"}, 422, "invalid", "max_runtime", []),
     ("bad-image", {"image": "Not An Image"}, 422, "invalid", "image", []),
+    # '$' in a pattern also matches before a final newline; '\d' and Decimal also read other scripts' digits.
+    ("name-trailing-newline", {"name": "job\n"}, 422, "invalid", "name", ["DNS-1123"]),
+    ("image-trailing-newline", {"image": "ubuntu\n"}, 422, "invalid", "image", []),
+    ("env-name-trailing-newline", {"env": {"A\n": "1"}}, 422, "invalid", "env.A\n", []),
+    ("model-trailing-newline", {"resources": {"nvidia.com/gpu": 1}, "accelerator_model": "NVIDIA-A100-SXM4-80GB\n"},
+     422, "invalid", "accelerator_model", []),
+    ("max-runtime-other-digits", {"max_runtime": "\u0663h"}, 422, "invalid", "max_runtime", []),
+    ("max-runtime-5000-digits", {"max_runtime": "1" * 5000}, 422, "invalid", "max_runtime", ["limit is 32"]),
+    ("quantity-underscore", {"resources": {"cpu": "1_000"}}, 422, "invalid", "resources.cpu", ["not a Kubernetes quantity"]),
+    ("quantity-other-digits", {"resources": {"memory": "\u0661"}}, 422, "invalid", "resources.memory", ["quantity"]),
+    # Was a 500: the 'never fits' message formatted 1e400 bytes as a float.
+    ("huge-memory", {"resources": {"memory": "1e400"}}, 422, "invalid", "resources.memory", ["too large"]),
+    ("huge-cpu-exponent", {"resources": {"cpu": "1e99999"}}, 422, "invalid", "resources.cpu", ["too large"]),
+    ("huge-gpu-number", {"resources": {"nvidia.com/gpu": 10**30}}, 422, "invalid", "resources.nvidia.com/gpu", ["too large"]),
+    # A folder name over 255 bytes cannot be created: it failed every placement round (no job started any more).
+    ("working-dir-long-name", {"working_dir": "\u76ee" * 100}, 422, "invalid", "working_dir", ["255 bytes"]),
 ]
 
 
@@ -115,3 +132,67 @@ def test_undecodable_bodies_get_422(api):
     assert_error(_raw_post(api, deep), 422, "invalid", None, "nested too deeply")
     assert_error(_raw_post(api, b"[" * 50_000 + b"]" * 50_000, "application/yaml"), 422, "invalid", None, "too deeply")
     assert counts(api.world.ctx) == before
+
+
+def test_text_no_layer_can_store_is_refused_and_the_job_list_keeps_working(api):
+    """A JSON escape of a lone surrogate (\\ud800) decodes to a str that cannot be encoded: it was stored, then
+    every job list of its owner and the admin answered 500 and the placement loop failed every round (starting
+    the jobs placed before it again each time). NUL is refused by PostgreSQL text columns (a 500 there)."""
+    before = counts(api.world.ctx)
+    bodies = [
+        (b'{"name": "s", "command": ["echo", "\\ud800"]}', "command.1"),
+        (b'{"name": "s", "command": ["echo"], "env": {"A": "x\\udfff"}}', "env.A"),
+        (b'{"name": "s", "command": ["echo"], "env": {"\\ud800": "x"}}', None),
+        (b'{"name": "s", "command": ["echo"], "working_dir": "a\\ud800"}', "working_dir"),
+        (b'name: s\ncommand: ["echo", "\\ud800"]\n', "command.1"),
+    ]
+    for body, field in bodies:
+        ctype = "application/yaml" if body.startswith(b"name:") else "application/json"
+        error = assert_error(_raw_post(api, body, ctype), 422, "invalid")
+        assert field is None or error["field"] == field, error
+        assert "Unicode" in error["message"]
+    assert counts(api.world.ctx) == before
+    assert api.client.get("/api/v1/jobs", headers=api.auth("alice")).status_code == 200
+    admin = {**api.auth("admin"), "Content-Type": "application/json"}
+    for body, field in [
+        (b'{"username": "zed", "password": "user-pass-1", "display_name": "\\udc00"}', "display_name"),
+        (b'{"username": "zed", "password": "user-pass-1", "display_name": "a\\u0000b"}', "display_name"),
+        (b'{"username": "zed", "password": "user-pass-1", "email": "a\\u0000@b"}', "email"),
+        (b'{"username": "zed", "password": "\\ud800user-pass-1"}', "password"),
+    ]:
+        assert_error(api.client.post("/api/v1/users", content=body, headers=admin), 422, "invalid", field)
+    for body, field in [
+        (b'{"username": "alice\\u0000", "password": "user-password-1"}', "username"),
+        (b'{"username": "alice", "password": "\\ud800"}', "password"),
+    ]:
+        assert_error(api.client.post("/api/v1/auth/token", content=body, headers={"Content-Type": "application/json"}),
+                     422, "invalid", field)
+    assert_error(api.client.get("/api/v1/jobs?q=%00", headers=api.auth("alice")), 422, "invalid", "q")
+    assert api.client.get("/api/v1/users", headers=api.auth("admin")).status_code == 200
+
+
+def test_numbers_json_does_not_have_duplicate_keys_and_unordered_commands_are_refused(api):
+    before = counts(api.world.ctx)
+    ok = b'"name": "n", "command": ["true"]'
+    for body, ctype, words in [
+        (b"{" + ok + b', "priority": NaN}', "application/json", "NaN"),
+        (b"{" + ok + b', "resources": {"cpu": Infinity}}', "application/json", "Infinity"),
+        (b"{" + ok + b', "priority": ' + b"1" * 5000 + b"}", "application/json", "4300"),  # was a 500
+        (b'name: n\ncommand: ["true"]\npriority: ' + b"1" * 5000 + b"\n", "application/yaml", "4300"),  # was a 500
+        (b"{" + ok + b', "name": "other"}', "application/json", "twice"),
+        (b'name: n\ncommand: ["true"]\nname: other\n', "application/yaml", "twice"),
+        (b"name: n\ncommand: !!set {sh: null, -c: null}\n", "application/yaml", "list"),
+    ]:
+        assert_error(_raw_post(api, body, ctype), 422, "invalid", "<any>", words)
+    assert counts(api.world.ctx) == before
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly(api):
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    for tail in ("name: bomb\ncommand: *i", "name: bomb\ncommand: [x]\nenv: {A: *i}", "x: *i"):
+        body = ("\n".join(levels) + "\n" + tail + "\n").encode()
+        started = time.monotonic()
+        assert_error(_raw_post(api, body, "application/yaml"), 422, "invalid")
+        assert time.monotonic() - started < 2

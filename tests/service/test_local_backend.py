@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from crater_app.cluster import local_runner
 from crater_app.cluster.local import LocalBackend
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import wait_for, workload
+from tests.helpers import process_gone, wait_for, workload
 
 
 @pytest.fixture
@@ -59,3 +67,102 @@ def test_signal_death_is_recorded_shell_style(local):
     _run(local, w)
     st = local.status(w.uid)
     assert st.state == "Failed" and st.exit_code == 137 and st.reason == "Error"
+
+
+def test_a_workload_that_cannot_start_fails_alone_and_the_others_start_exactly_once(local, tmp_path):
+    """Starting one workload raised (a folder name over 255 bytes, an argument with no UTF-8 form): that rolled
+    back the whole placement round after the workloads placed before it had been started, so every round
+    started those again and no workload was ever placed after it."""
+    counter = tmp_path / "starts"
+    count = ["sh", "-c", f"echo x >> {counter}"]
+    first, later = workload(count, at=0), workload(count, at=3)
+    bad_dir = replace(workload(["true"], at=1), working_dir="d" * 300)
+    bad_arg = workload(["echo", "\ud800"], at=2)
+    for w in (first, bad_dir, bad_arg, later):
+        local.create(w)
+    for _ in range(5):
+        local.tick()
+    wait_for(lambda: all(local.status(w.uid).state in ("Succeeded", "Failed") for w in (first, bad_dir, bad_arg, later)),
+             10, step=local.tick, what="all four finished")
+    for bad in (bad_dir, bad_arg):
+        st = local.status(bad.uid)
+        assert st.state == "Failed" and st.reason == "StartError", st
+        assert "could not be started" in st.message
+    assert local.status(first.uid).state == local.status(later.uid).state == "Succeeded"
+    assert counter.read_text() == "x\nx\n"
+
+
+def _pid_from(be: LocalBackend, path: Path) -> int:
+    return int(wait_for(lambda: path.exists() and path.read_text().strip(), 10, step=be.tick, what=f"{path.name} written"))
+
+
+def _detached(out: Path, trap: str = "") -> str:
+    """Shell words that start a process in a new session (as a daemon would), writing its pid to out/d.pid."""
+    return f"setsid sh -c '{trap}echo $$ > {out}/d.pid; exec sleep 60' </dev/null >/dev/null 2>&1 &"
+
+
+def test_a_detached_process_ends_with_its_job(local, tmp_path):
+    w = workload(["sh", "-c", _detached(tmp_path) + f" while [ ! -s {tmp_path}/d.pid ]; do sleep 0.05; done"])
+    local.create(w)
+    daemon = _pid_from(local, tmp_path / "d.pid")
+    try:
+        wait_for(lambda: local.status(w.uid).state == "Succeeded", 10, step=local.tick)
+        assert wait_for(lambda: process_gone(daemon), 5, what="the detached process gone")
+    finally:
+        if not process_gone(daemon):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_cancel_kills_a_detached_process_that_ignores_sigterm(local, tmp_path):
+    script = _detached(tmp_path, trap="trap \"\" TERM; ") + " trap '' TERM; while :; do sleep 1; done"
+    w = workload(["sh", "-c", script])
+    local.create(w)
+    daemon = _pid_from(local, tmp_path / "d.pid")
+    try:
+        wait_for(lambda: local.status(w.uid).state == "Running", 10, step=local.tick)
+        local.cancel(w.uid, "test")
+        wait_for(lambda: local.status(w.uid).state == "Cancelled", 10, step=local.tick)  # grace 0.3 s, then SIGKILL
+        assert wait_for(lambda: process_gone(daemon), 5, what="the detached process gone")
+    finally:
+        if not process_gone(daemon):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_the_runner_keeps_a_job_log_bounded(tmp_path):
+    """A job printing in a loop filled the disk (6 GB in 15 s); the log keeps its head and its tail."""
+    wrapper = tmp_path / "runner.py"
+    wrapper.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(local_runner.__file__).parent)!r})
+        import local_runner as r
+        r.LOG_LIMIT_BYTES, r.LOG_HEAD_BYTES, r.LOG_TAIL_BYTES = 400_000, 1_000, 100_000
+        sys.exit(r.main(sys.argv[1:]))
+    """))
+    log = tmp_path / "output.log"
+    program = "import sys\nfor i in range(200000): print(f'line {i:07d}')"
+    with open(log, "ab") as out:
+        code = subprocess.call([sys.executable, "-S", str(wrapper), str(tmp_path / "exit_code"), str(tmp_path), "--",
+                                sys.executable, "-c", program], stdout=out, stderr=subprocess.STDOUT)
+    assert code == 0 and (tmp_path / "exit_code").read_text() == "0"
+    text = log.read_text()
+    assert len(text) <= 400_000
+    lines = text.splitlines()
+    assert lines[0] == "line 0000000" and lines[-1] == "line 0199999"
+    marker = next(line for line in lines if "dropped" in line)
+    numbers = [int(line.split()[1]) for line in lines if line.startswith("line ")]
+    gap = next(i for i in range(1, len(numbers)) if numbers[i] != numbers[i - 1] + 1)
+    assert numbers[gap:] == list(range(numbers[gap], 200000)), "the tail is whole, from a line start"
+    assert numbers[:gap] == list(range(gap)), "the head is whole"
+    dropped = (numbers[gap] - gap) * len("line 0000000\n")
+    assert f"[crater: {dropped} bytes of output dropped here" in marker
+
+
+def test_the_job_gets_its_output_through_the_runner_unchanged(local):
+    payload = "import os,sys; sys.stdout.buffer.write(bytes(range(256)) * 4); sys.stderr.write('to stderr\\n')"
+    w = workload([sys.executable, "-c", payload])
+    _run(local, w)
+    data = (local.job_dir(w.uid) / "output.log").read_bytes()
+    assert bytes(range(256)) * 4 in data and b"to stderr\n" in data
+    started = time.monotonic()
+    assert local.read_logs(w.uid, 100).endswith("to stderr\n")
+    assert time.monotonic() - started < 1

@@ -126,3 +126,36 @@ def test_create_user_rules(world):
     assert ("admin", "user:create", "eve") in actions and ("alice", "auth:login", "alice") in actions
     assert users.me(ctx, world.alice).username == "alice"
     assert users.login(ctx, "admin", ADMIN_PASSWORD).token_type == "bearer"
+
+
+def test_concurrent_password_checks_are_bounded(world, monkeypatch):
+    """Each argon2 check holds 64 MiB: 40 sign-ins at once took the server from 0.3 to 2.5 GB. Past the slots, a
+    sign-in waits a little, then is answered 'busy' (429) rather than queueing without bound."""
+    import threading
+
+    from crater_app.domain.errors import Busy
+
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(users, "_LOGIN_SLOTS", slots)
+    monkeypatch.setattr(users, "_LOGIN_WAIT_S", 0.05)
+    slots.acquire()
+    try:
+        with pytest.raises(Busy) as info:
+            users.login(world.ctx, "alice", USER_PASSWORD)
+        assert info.value.http_status == 429
+    finally:
+        slots.release()
+    assert users.login(world.ctx, "alice", USER_PASSWORD).access_token
+    with pytest.raises(Unauthenticated):
+        users.login(world.ctx, "alice", "wrong-password")
+    assert slots.acquire(blocking=False), "a failed check gives its slot back"
+    slots.release()
+
+
+@pytest.mark.parametrize(("username", "password", "field"), [("alice\x00", USER_PASSWORD, "username"),
+                                                             ("alice", "\ud800" + USER_PASSWORD, "password")])
+def test_sign_in_with_text_no_database_can_compare_is_invalid(world, username, password, field):
+    """NUL in a PostgreSQL query parameter raised ValueError (a 500); a lone surrogate failed in argon2."""
+    with pytest.raises(InvalidInput) as info:
+        users.login(world.ctx, username, password)
+    assert info.value.field == field

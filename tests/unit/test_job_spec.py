@@ -154,6 +154,35 @@ def test_working_dir_must_stay_inside_the_job_directory(path):
     rejects(good(working_dir=path), "working_dir")
 
 
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [({"command": ["echo", "\ud800"]}, "command.1"), ({"env": {"A": "x\udfff"}}, "env.A"),
+     ({"working_dir": "out\ud800"}, "working_dir"), ({"working_dir": "\u76ee" * 86}, "working_dir")],
+)
+def test_text_no_process_or_folder_can_take_is_refused(over, field):
+    """The console hands its form to validate_spec too: a lone surrogate (no UTF-8 form) or a folder name over
+    255 bytes made the job impossible to start, and its start failed every placement round."""
+    rejects(good(**over), field)
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [({"name": "train\n"}, "name"), ({"project": "team\n"}, "project"), ({"image": "ubuntu\n"}, "image"),
+     ({"env": {"A\n": "v"}}, "env.A\n"),
+     ({"accelerator_model": "NVIDIA-A100\n", "resources": {"nvidia.com/gpu": 1}}, "accelerator_model"),
+     ({"resources": {"nvidia.com/gpu\n": 1}}, "resources.nvidia.com/gpu\n"), ({"max_runtime": "2h\n3"}, "max_runtime"),
+     ({"command": ("echo", "x")}, "command"), ({"command": {"echo"}}, "command")],
+)
+def test_a_trailing_newline_or_an_unordered_command_is_refused(over, field):
+    rejects(good(**over), field)
+
+
+@pytest.mark.parametrize("raw", ["\u0663", "\u0663h", "\u00b2", "1" * 33])
+def test_durations_take_ascii_digits_only(raw):
+    with pytest.raises(InvalidInput):
+        parse_duration(raw)
+
+
 def test_relative_working_dir_is_fine():
     assert validate_spec(good(working_dir="out/run-1")).working_dir == "out/run-1"
 

@@ -73,6 +73,16 @@ def test_round_trip_to_kubernetes_resource_list():
         ({"GPU": "1"}, "resources.GPU", "unknown resource"),
         ({"nvidia.com/": "1"}, "resources.nvidia.com/", "unknown resource"),
         ({"<script>": "1"}, "resources.<script>", "unknown resource"),
+        # Decimal reads these; Kubernetes does not.
+        ({"cpu": "1_000"}, "resources.cpu", "not a Kubernetes quantity"),
+        ({"memory": "\u0661Gi"}, "resources.memory", "not a Kubernetes quantity"),
+        # Canonical amounts are 64-bit: '1e99999' would build a 100,000-digit int (and fail to print).
+        ({"cpu": "1e99999"}, "resources.cpu", "too large"),
+        ({"cpu": "1e999999"}, "resources.cpu", "too large"),  # Decimal overflows multiplying this by 1000
+        ({"cpu": "9223372036854776"}, "resources.cpu", "too large"),
+        ({"memory": "8Ei"}, "resources.memory", "too large"),
+        ({"memory": "1e400"}, "resources.memory", "too large"),
+        ({"nvidia.com/gpu": 10**30}, "resources.nvidia.com/gpu", "too large"),
     ],
 )
 def test_bad_quantities_and_names_name_the_field(raw, field, words):
