@@ -17,7 +17,7 @@ from starlette.routing import Match
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import docs, errors, metrics
+from crater_app.api import docs, errors, governance, metrics
 from crater_app.api.body import decode_body
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.errors import InvalidInput, NotFound
@@ -190,6 +190,9 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         """Platform health in the Prometheus text format (aggregates only; no token needed)."""
         body, content_type = metrics.render(await _read(platform_metrics.platform_figures, c))
         return Response(body, media_type=content_type)
+
+    # Projects, members, personal tokens, operation log; before the catch-all below, which must stay last.
+    governance.install(app, API_PREFIX, Ctx, Me, _read)
 
     @app.api_route(f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                    include_in_schema=False)

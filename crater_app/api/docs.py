@@ -42,3 +42,33 @@ def request_body(model: type[BaseModel], yaml: bool = False) -> dict:
 JOB_SPEC_BODY = request_body(JobSpec, yaml=True)
 LOGIN_BODY = request_body(LoginRequest)
 USER_CREATE_BODY = request_body(UserCreate)
+
+
+class ProjectCreate(BaseModel):
+    """``POST /api/v1/projects`` body (platform admins)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=63, description="DNS-1123 label, unique; never renamed")
+    display_name: str = Field(default="", max_length=128)
+    description: str = Field(default="", max_length=1024)
+    expires_at: str | None = Field(default=None, description="ISO 8601 time with offset, in the future; null: never")
+
+
+class MemberRole(BaseModel):
+    """``PUT /api/v1/projects/{name}/members/{username}`` body."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["admin", "member", "viewer"]
+
+
+class TokenCreate(BaseModel):
+    """``POST /api/v1/tokens`` body: a personal API token for the caller."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=64)
+    expires_in_days: int = Field(default=90, ge=1, le=365)
+
+
+PROJECT_CREATE_BODY = request_body(ProjectCreate)
+MEMBER_ROLE_BODY = request_body(MemberRole)
+TOKEN_CREATE_BODY = request_body(TokenCreate)

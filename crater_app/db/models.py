@@ -31,7 +31,8 @@ class User(SQLModel, table=True):
 
 
 class Project(SQLModel, table=True):
-    """A project (Crater's "account"): the unit that owns jobs and, later, quota."""
+    """A project (Crater's "account"): the unit that owns jobs and, later, quota. Projects are never renamed or
+    deleted (services cache name <-> id)."""
 
     __tablename__ = "projects"
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -39,6 +40,8 @@ class Project(SQLModel, table=True):
     display_name: str = Field(default="", max_length=128)
     description: str = Field(default="", max_length=1024)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    # After this instant (UTC) the project is expired; ``None``: it never expires. Migration 0003.
+    expires_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
 
 
 class ProjectMember(SQLModel, table=True):
@@ -126,6 +129,11 @@ class OperationLog(SQLModel, table=True):
     ``result`` (``ok``/``error``) and ``details``."""
 
     __tablename__ = "operation_logs"
+    # The admin page filters by actor or action, newest first (migration 0003).
+    __table_args__ = (
+        Index("ix_operation_logs_actor_at", "actor", "at"),
+        Index("ix_operation_logs_action_at", "action", "at"),
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
     at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
     actor: str = Field(max_length=63)

@@ -105,3 +105,73 @@ class NodePublic(_Public):
     memory_bytes_allocated: int
     devices: list[DevicePublic]
     models: list[str]
+
+
+class ProjectMemberPublic(_Public):
+    """A member of a project: ``username``, ``display_name``, project ``role`` (``admin``/``member``/``viewer``)
+    and whether the project is the user's ``default`` one."""
+
+    username: str
+    display_name: str
+    role: str
+    default: bool = False
+
+
+class ProjectPublic(_Public):
+    """A project. ``role`` is the caller's project role (``None`` for a platform admin who is not a member);
+    ``members`` is filled only for platform admins and the project's admins (``None`` otherwise); times UTC;
+    ``expires_at`` ``None`` means never; ``expired`` is whether it lies in the past."""
+
+    name: str
+    display_name: str
+    description: str
+    created_at: datetime
+    expires_at: datetime | None
+    expired: bool
+    role: str | None
+    member_count: int
+    members: list[ProjectMemberPublic] | None = None
+
+
+class PersonalTokenPublic(_Public):
+    """A personal API token's metadata (never its secret or hash); times UTC; ``last_used_at`` is updated at
+    most once a minute per token."""
+
+    id: int
+    name: str
+    user: str
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked: bool
+    revoked_at: datetime | None
+
+
+class PersonalTokenCreated(PersonalTokenPublic):
+    """``POST /api/v1/tokens`` answer: the metadata plus ``access_token``, the secret, shown this once only."""
+
+    access_token: str
+    token_type: str = "bearer"
+
+
+class OperationLogPublic(_Public):
+    """One operation-log row: ``at`` UTC, ``actor`` (user name or ``system``), ``actor_role``, ``action``
+    (``noun:verb``), ``target``, ``result`` (``ok``/``error``), ``details``."""
+
+    id: int
+    at: datetime
+    actor: str
+    actor_role: str
+    action: str
+    target: str
+    result: str
+    details: str
+
+
+class OperationLogPage(_Public):
+    """One page of the operation log, newest first, and the ``total`` matching the filters."""
+
+    items: list[OperationLogPublic]
+    total: int
+    page: int
+    page_size: int

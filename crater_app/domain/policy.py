@@ -63,3 +63,46 @@ def can_manage_users(actor: Actor) -> bool:
 def can_read_nodes(actor: Actor) -> bool:
     """``node:read``: every signed-in active user (the new-job form needs the models)."""
     return actor.role in PLATFORM_ROLES
+
+
+# --- Projects, members, personal tokens, operation log (issue 3) ----------------------------------------------
+
+
+def can_create_project(actor: Actor) -> bool:
+    """``project:create``: platform admins only."""
+    return actor.is_admin
+
+
+def can_read_project(actor: Actor, project_id: int) -> bool:
+    """``project:read`` (name, description, expiry): platform admins and members of any project role.
+    Others get "not found" so that project names are not disclosed."""
+    return actor.is_admin or project_id in actor.project_roles
+
+
+def can_read_members(actor: Actor, project_id: int) -> bool:
+    """``project:members:read``: platform admins and the project's admins."""
+    return actor.is_admin or actor.project_roles.get(project_id) == "admin"
+
+
+def can_manage_members(actor: Actor, project_id: int) -> bool:
+    """``project:members:write`` (add, change role, remove): platform admins and the project's admins
+    (a guest never, whatever its project role)."""
+    if actor.is_admin:
+        return True
+    return actor.role != "guest" and actor.project_roles.get(project_id) == "admin"
+
+
+def can_create_token(actor: Actor) -> bool:
+    """``token:create`` (a personal API token for oneself): every signed-in user, guests included (a guest's
+    token carries the guest's read-only rights)."""
+    return actor.role in PLATFORM_ROLES
+
+
+def can_revoke_token(actor: Actor, owner_id: int) -> bool:
+    """``token:revoke``: the token's owner, or a platform admin."""
+    return actor.is_admin or actor.user_id == owner_id
+
+
+def can_read_operation_log(actor: Actor) -> bool:
+    """``oplog:read`` (list and CSV export): platform admins only. Nobody may edit or delete rows."""
+    return actor.is_admin

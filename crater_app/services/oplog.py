@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session
+import csv
+import io
+
+from sqlalchemy import func
+from sqlmodel import Session, select
 
 from crater_app.db.models import OperationLog
+from crater_app.db.schemas import OperationLogPage, OperationLogPublic
 from crater_app.db.types import utcnow
-from crater_app.domain.policy import Actor
+from crater_app.domain.errors import Forbidden, InvalidInput
+from crater_app.domain.naming import is_text
+from crater_app.domain.policy import Actor, can_read_operation_log
+from crater_app.domain.times import parse_utc
+from crater_app.services.context import ServiceContext
+
+MAX_PAGE_SIZE = 500
+MAX_CSV_ROWS = 100_000
+CSV_COLUMNS = ("id", "at", "actor", "actor_role", "action", "target", "result", "details")
 
 
 def record(session: Session, actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "") -> None:
@@ -26,3 +39,94 @@ def row(actor: Actor | None, action: str, target: str, result: str = "ok", detai
         "actor_role": actor.role if actor else "system", "action": action, "target": target[:255],
         "result": result, "details": details[:2000],
     }
+
+
+def _filtered(stmt, actor: str | None, action: str | None, target: str | None, since: object, until: object):
+    """``stmt`` with the operation-log filters applied (validated; see :func:`list_logs`)."""
+    for field, value, limit in (("actor", actor, 63), ("action", action, 64), ("target", target, 255)):
+        if value is not None and (not isinstance(value, str) or len(value) > limit or not is_text(value)):
+            raise InvalidInput(f"{field} is limited to {limit} characters of text", field)
+    start = parse_utc(since, "from") if since is not None else None
+    end = parse_utc(until, "to") if until is not None else None
+    if start is not None and end is not None and start > end:
+        raise InvalidInput(f"from ({start.isoformat()}) is after to ({end.isoformat()})", "from")
+    if actor:
+        stmt = stmt.where(OperationLog.actor == actor)
+    if action:
+        stmt = stmt.where(OperationLog.action == action)
+    if target:
+        pattern = "%" + target.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        stmt = stmt.where(OperationLog.target.like(pattern, escape="\\"))  # type: ignore[attr-defined]
+    if start is not None:
+        stmt = stmt.where(OperationLog.at >= start)
+    if end is not None:
+        stmt = stmt.where(OperationLog.at < end)
+    return stmt
+
+
+def _public(r: OperationLog) -> OperationLogPublic:
+    return OperationLogPublic(id=r.id, at=r.at, actor=r.actor, actor_role=r.actor_role, action=r.action,
+                              target=r.target, result=r.result, details=r.details)
+
+
+def list_logs(
+    ctx: ServiceContext, who: Actor, actor: str | None = None, action: str | None = None, target: str | None = None,
+    since: object = None, until: object = None, page: int = 1, page_size: int = 50,
+) -> OperationLogPage:
+    """Operation-log rows, newest first (platform admins only; rows are never edited or deleted).
+
+    Args:
+        who: the caller. actor: exact user name (``system`` for the platform itself). action: exact action such
+            as ``project:create``. target: substring of the target. since/until: ISO 8601 times with an offset;
+            ``at >= since`` and ``at < until``. page: 1..1,000,000. page_size: 1..500.
+
+    Raises:
+        Forbidden: not a platform admin. InvalidInput: a filter too long, a time without offset or not ISO
+        8601, ``from`` after ``to``, page or page_size out of range (field named).
+    """
+    if not can_read_operation_log(who):
+        raise Forbidden("only platform admins may read the operation log")
+    if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= 1_000_000:
+        raise InvalidInput("page must be between 1 and 1000000", "page")
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
+    rows_stmt = _filtered(select(OperationLog), actor, action, target, since, until)
+    count_stmt = _filtered(select(func.count()).select_from(OperationLog), actor, action, target, since, until)
+    with ctx.session(read_only=True) as s:
+        total = s.exec(count_stmt).one()
+        rows = s.exec(rows_stmt.order_by(OperationLog.at.desc(), OperationLog.id.desc())  # type: ignore[attr-defined]
+                      .offset((page - 1) * page_size).limit(page_size)).all()
+        return OperationLogPage(items=[_public(r) for r in rows], total=total, page=page, page_size=page_size)
+
+
+def _cell(value: object) -> str:
+    """A CSV cell; text that a spreadsheet would run as a formula (``= + - @``, tab, CR) gets a leading ``'``."""
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def export_csv(
+    ctx: ServiceContext, who: Actor, actor: str | None = None, action: str | None = None, target: str | None = None,
+    since: object = None, until: object = None,
+) -> tuple[str, bool]:
+    """The matching rows (filters as :func:`list_logs`) as CSV text, newest first, at most 100,000 rows.
+
+    Returns:
+        ``(csv_text, truncated)``: a header line ``id,at,actor,actor_role,action,target,result,details`` and one
+        line per row (times ISO 8601 UTC); ``truncated`` is true when more rows matched than were written.
+
+    Raises:
+        Forbidden, InvalidInput: as :func:`list_logs`.
+    """
+    if not can_read_operation_log(who):
+        raise Forbidden("only platform admins may read the operation log")
+    stmt = _filtered(select(OperationLog), actor, action, target, since, until)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    with ctx.session(read_only=True) as s:
+        rows = s.exec(stmt.order_by(OperationLog.at.desc(), OperationLog.id.desc())  # type: ignore[attr-defined]
+                      .limit(MAX_CSV_ROWS + 1)).all()
+    for r in rows[:MAX_CSV_ROWS]:
+        writer.writerow([_cell(getattr(r, c)) if c != "id" else r.id for c in CSV_COLUMNS])
+    return out.getvalue(), len(rows) > MAX_CSV_ROWS

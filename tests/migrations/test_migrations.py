@@ -22,7 +22,7 @@ INDEXES = {
     "projects": {"ix_projects_name"},
     "api_tokens": {"ix_api_tokens_token_hash", "ix_api_tokens_user_id"},
     "project_members": {"ix_project_members_user_id"},
-    "operation_logs": {"ix_operation_logs_at"},
+    "operation_logs": {"ix_operation_logs_at", "ix_operation_logs_actor_at", "ix_operation_logs_action_at"},
 }
 
 

@@ -1,0 +1,32 @@
+"""Instants given by clients: ISO 8601 with an explicit offset (``Z`` or ``+hh:mm``), normalised to UTC."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from crater_app.domain.errors import InvalidInput
+
+MAX_ISO_CHARS = 64
+
+
+def parse_utc(raw: object, field: str) -> datetime:
+    """``raw`` (an ISO 8601 string such as ``2026-12-31T23:59:59Z``) as a timezone-aware UTC datetime.
+
+    Raises:
+        InvalidInput: naming ``field``, when ``raw`` is not a string of at most 64 characters, not ISO 8601, or
+            has no UTC offset (a naive time is ambiguous; Crater stores UTC only).
+    """
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_ISO_CHARS:
+        raise InvalidInput(
+            f"{field} must be an ISO 8601 time with an offset such as '2026-12-31T23:59:59Z' "
+            f"(at most {MAX_ISO_CHARS} characters)", field,
+        )
+    text = raw.strip()
+    try:
+        value = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
+    except ValueError:
+        raise InvalidInput(f"{field} '{text[:MAX_ISO_CHARS]}' is not an ISO 8601 time such as '2026-12-31T23:59:59Z'",
+                           field) from None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{field} must carry a UTC offset ('Z' or '+00:00'); '{text}' has none", field)
+    return value.astimezone(timezone.utc)

@@ -1,0 +1,239 @@
+"""Projects (Crater's "accounts") and their members: create, list, read, set a member's role, remove a member.
+
+Rules:
+- Only platform admins create projects; projects are never renamed or deleted (other services cache names).
+- A project is visible to platform admins and to its members; to anyone else it does not exist (404, so
+  that project names are not disclosed). Its member list is shown to platform admins and project admins.
+- Platform admins and the project's admins add members, change roles and remove members.
+- A user keeps a default project. Adding a user who has none makes the project their default. Removing a
+  user from their default project moves their default to their oldest other membership (lowest project id);
+  when they have no other membership the removal is refused (409) - add them elsewhere first.
+- Every change writes an operation-log row in the same transaction, and drops the user's cached identity so
+  that the new role applies from their next request.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from crater_app.db.models import Project, ProjectMember, User
+from crater_app.db.schemas import ProjectMemberPublic, ProjectPublic
+from crater_app.db.types import utcnow
+from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from crater_app.domain.naming import check_dns1123_label, is_text
+from crater_app.domain.policy import (
+    PROJECT_ROLES,
+    Actor,
+    can_create_project,
+    can_manage_members,
+    can_read_members,
+    can_read_project,
+)
+from crater_app.domain.times import parse_utc
+from crater_app.services import oplog, users
+from crater_app.services.context import ServiceContext
+
+MAX_DISPLAY_NAME_CHARS = 128
+MAX_DESCRIPTION_CHARS = 1024
+
+
+def _text(value: object, field: str, limit: int) -> str:
+    if not isinstance(value, str) or len(value) > limit or not is_text(value):
+        raise InvalidInput(f"{field} must be a string of at most {limit} characters", field)
+    return value
+
+
+def _public(project: Project, role: str | None, member_count: int,
+            members: list[ProjectMemberPublic] | None = None) -> ProjectPublic:
+    return ProjectPublic(
+        name=project.name, display_name=project.display_name, description=project.description,
+        created_at=project.created_at, expires_at=project.expires_at,
+        expired=project_expired(project), role=role,
+        member_count=member_count, members=members,
+    )
+
+
+def create_project(
+    ctx: ServiceContext, actor: Actor, name: object, display_name: object = "", description: object = "",
+    expires_at: object = None,
+) -> ProjectPublic:
+    """Create a project (platform admins). It starts without members.
+
+    Args:
+        name: DNS-1123 label, 1..63 characters, unique.
+        display_name: at most 128 characters. description: at most 1,024 characters.
+        expires_at: ``None`` (never) or an ISO 8601 time with an offset, in the future (stored as UTC).
+
+    Raises:
+        Forbidden: not a platform admin. InvalidInput: a field breaks its rule (field named, limit in the
+        message). Conflict: the name is taken.
+    """
+    if not can_create_project(actor):
+        raise Forbidden("only platform admins may create projects")
+    check_dns1123_label(name, "name")
+    display_name = _text(display_name, "display_name", MAX_DISPLAY_NAME_CHARS)
+    description = _text(description, "description", MAX_DESCRIPTION_CHARS)
+    expiry = None
+    if expires_at is not None:
+        expiry = parse_utc(expires_at, "expires_at")
+        if expiry <= utcnow():
+            raise InvalidInput(f"expires_at {expiry.isoformat()} is in the past; give a future time or null",
+                               "expires_at")
+    with ctx.session() as s:
+        project = Project(name=name, display_name=display_name, description=description, expires_at=expiry)
+        s.add(project)
+        try:
+            s.flush()
+        except IntegrityError:
+            raise Conflict(f"project '{name}' already exists", "name") from None
+        details = f"expires_at={expiry.isoformat()}" if expiry else ""
+        oplog.record(s, actor, "project:create", name, details=details)
+        return _public(project, None, 0)
+
+
+def list_projects(ctx: ServiceContext, actor: Actor) -> list[ProjectPublic]:
+    """Projects by name: every project for platform admins, the caller's own memberships for everyone else,
+    each with the caller's project ``role`` and the ``member_count`` (no member lists here)."""
+    with ctx.session(read_only=True) as s:
+        stmt = select(Project).order_by(Project.name)
+        if not actor.is_admin:
+            ids = list(actor.project_roles)
+            if not ids:
+                return []
+            stmt = stmt.where(Project.id.in_(ids))  # type: ignore[union-attr]
+        projects = list(s.exec(stmt))
+        count_stmt = select(ProjectMember.project_id, func.count()).group_by(ProjectMember.project_id)
+        if not actor.is_admin:
+            count_stmt = count_stmt.where(ProjectMember.project_id.in_([p.id for p in projects]))  # type: ignore[attr-defined]
+        counts = dict(s.exec(count_stmt).all())
+        return [_public(p, actor.project_roles.get(p.id), counts.get(p.id, 0)) for p in projects]
+
+
+def _visible_project(s: Session, actor: Actor, name: object) -> Project:
+    check_dns1123_label(name, "name")
+    project = s.exec(select(Project).where(Project.name == name)).first()
+    if project is None or not can_read_project(actor, project.id):
+        raise NotFound(f"project '{name}' does not exist", "name")
+    return project
+
+
+def _members(s: Session, project_id: int) -> list[ProjectMemberPublic]:
+    rows = s.exec(
+        select(ProjectMember, User).where(ProjectMember.project_id == project_id, ProjectMember.user_id == User.id)
+        .order_by(User.username)
+    ).all()
+    return [ProjectMemberPublic(username=u.username, display_name=u.display_name, role=m.role,
+                                default=u.default_project_id == project_id) for m, u in rows]
+
+
+def get_project(ctx: ServiceContext, actor: Actor, name: object) -> ProjectPublic:
+    """One project; ``members`` is filled for platform admins and the project's admins.
+
+    Raises:
+        InvalidInput: ``name`` is not a DNS-1123 label. NotFound: no such project, or the caller is neither
+        a member nor a platform admin.
+    """
+    with ctx.session(read_only=True) as s:
+        project = _visible_project(s, actor, name)
+        members = _members(s, project.id)
+        shown = members if can_read_members(actor, project.id) else None
+        return _public(project, actor.project_roles.get(project.id), len(members), shown)
+
+
+def _target_user(s: Session, username: object) -> User:
+    check_dns1123_label(username, "username")
+    # Locked (PostgreSQL) so that two concurrent changes cannot both leave the user without a default project.
+    user = s.exec(select(User).where(User.username == username).with_for_update()).first()
+    if user is None:
+        raise NotFound(f"user '{username}' does not exist", "username")
+    return user
+
+
+def _managed_project(s: Session, actor: Actor, name: object) -> Project:
+    project = _visible_project(s, actor, name)
+    if not can_manage_members(actor, project.id):
+        raise Forbidden(f"only platform admins and admins of project '{project.name}' may change its members")
+    return project
+
+
+def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username: object,
+               role: object) -> ProjectMemberPublic:
+    """Add ``username`` to the project with ``role``, or change their role (idempotent).
+
+    A user without a default project gets this one as default. The user's cached identity is dropped, so the
+    role applies from their next request.
+
+    Raises:
+        InvalidInput: bad name/username, or ``role`` not one of admin, member, viewer. NotFound: the project
+        is not visible to the caller, or the user does not exist. Forbidden: the caller is not a platform admin
+        or an admin of the project.
+    """
+    if role not in PROJECT_ROLES:
+        raise InvalidInput(f"role must be one of {', '.join(PROJECT_ROLES)}", "role")
+    with ctx.session() as s:
+        project = _managed_project(s, actor, project_name)
+        user = _target_user(s, username)
+        member = s.get(ProjectMember, (project.id, user.id))
+        before = member.role if member is not None else None
+        if member is None:
+            member = ProjectMember(project_id=project.id, user_id=user.id, role=role)
+        member.role = role  # type: ignore[assignment]
+        s.add(member)
+        if user.default_project_id is None:
+            user.default_project_id = project.id
+            s.add(user)
+        if before != role:
+            oplog.record(s, actor, "project:member:set", f"{project.name}/{user.username}",
+                         details=f"role={before or '-'}->{role}")
+        result = ProjectMemberPublic(username=user.username, display_name=user.display_name, role=role,  # type: ignore[arg-type]
+                                     default=user.default_project_id == project.id)
+        user_id = user.id
+    users.forget_user(user_id)
+    return result
+
+
+def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, username: object) -> None:
+    """Remove ``username`` from the project.
+
+    When it was the user's default project, their default moves to their other membership with the lowest
+    project id.
+
+    Raises:
+        InvalidInput: bad name/username. NotFound: project not visible, user unknown, or not a member.
+        Forbidden: not a platform admin or an admin of the project. Conflict: it is the user's default project
+        and they belong to no other project (a user keeps a default project).
+    """
+    with ctx.session() as s:
+        project = _managed_project(s, actor, project_name)
+        user = _target_user(s, username)
+        member = s.get(ProjectMember, (project.id, user.id))
+        if member is None:
+            raise NotFound(f"user '{user.username}' is not a member of project '{project.name}'", "username")
+        details = f"role={member.role}"
+        if user.default_project_id == project.id:
+            other = s.exec(
+                select(ProjectMember.project_id).where(ProjectMember.user_id == user.id,
+                                                       ProjectMember.project_id != project.id)
+                .order_by(ProjectMember.project_id)
+            ).first()
+            if other is None:
+                raise Conflict(
+                    f"'{user.username}' belongs to no other project and keeps '{project.name}' as default project; "
+                    "add them to another project first", "username",
+                )
+            user.default_project_id = other
+            s.add(user)
+            details += f"; default project now '{s.get(Project, other).name}'"
+        s.delete(member)
+        oplog.record(s, actor, "project:member:remove", f"{project.name}/{user.username}", details=details)
+        user_id = user.id
+    users.forget_user(user_id)
+
+
+def project_expired(project: Project, now: datetime | None = None) -> bool:
+    """Whether ``project`` has an expiry at or before ``now`` (default: the current UTC time)."""
+    return project.expires_at is not None and project.expires_at <= (now or utcnow())

@@ -1,0 +1,183 @@
+"""Authorization matrix: every ``/api/v1`` route x every kind of caller, with the expected status class.
+
+Callers (built through the services): ``anonymous`` (no token), ``guest`` (platform guest, no role in ``proj``),
+``viewer`` (viewer of ``proj``), ``other`` (member of project ``other`` only), ``member`` (member of ``proj``,
+owns the target job and token), ``padmin`` (admin of ``proj``), ``admin`` (platform admin).
+
+``TABLE`` must name exactly the routes the app has: a new route without a row fails
+``test_table_covers_every_route``. Each cell runs against its own fresh target where the request changes
+state (a new job to cancel, a new user to add, a new token to revoke), and a refused request writes nothing
+(the operation log does not grow).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pytest
+from fastapi.routing import APIRoute
+from sqlalchemy import func
+from sqlmodel import select
+
+from crater_app.api.app import API_PREFIX, build_api
+from crater_app.db.models import OperationLog
+from crater_app.services import jobs, projects, tokens, users
+from tests.conftest import USER_PASSWORD
+
+ACTORS = ("anonymous", "guest", "viewer", "other", "member", "padmin", "admin")
+LOGIN = {"anonymous": None, "guest": "gus", "viewer": "vera", "other": "bob", "member": "alice", "padmin": "pat",
+         "admin": "admin"}
+OK = "2xx"
+
+
+@dataclass
+class Matrix:
+    """The world of the matrix: the API client, the service context, the caller tokens, and fresh targets."""
+
+    api: object
+    job_id: int = 0
+    counter: itertools.count = field(default_factory=itertools.count)
+
+    @property
+    def ctx(self):
+        return self.api.world.ctx
+
+    def actor(self, login: str):
+        return users.authenticate(self.ctx, self.api.world.tokens[login])
+
+    def fresh_name(self, prefix: str) -> str:
+        return f"{prefix}-{next(self.counter)}"
+
+    def fresh_job(self) -> int:
+        return jobs.submit_job(self.ctx, self.actor("alice"), {"name": self.fresh_name("job"), "project": "proj",
+                                                               "command": ["true"]}).id
+
+    def fresh_user(self) -> str:
+        name = self.fresh_name("user")
+        users.create_user(self.ctx, self.api.world.admin, name, USER_PASSWORD)
+        return name
+
+    def fresh_member(self) -> str:
+        name = self.fresh_user()  # also a member of 'default', its default project
+        projects.set_member(self.ctx, self.api.world.admin, "proj", name, "member")
+        return name
+
+    def fresh_token(self) -> int:
+        return tokens.create_token(self.ctx, self.actor("alice"), self.fresh_name("token")).id
+
+
+# A request: (path, json body or None) built for the calling actor's cell.
+Build = Callable[[Matrix, str], tuple[str, object]]
+
+
+def fixed(path: str, body: object = None) -> Build:
+    return lambda m, who: (path, body)
+
+
+P = API_PREFIX
+#                                                                anonymous guest viewer other member padmin admin
+TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
+    ("POST", f"{P}/auth/token"): (fixed(f"{P}/auth/token", {"username": "alice", "password": USER_PASSWORD}),
+                                  (OK, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/me"): (fixed(f"{P}/me"), (401, OK, OK, OK, OK, OK, OK)),
+    ("POST", f"{P}/users"): (lambda m, who: (f"{P}/users", {"username": m.fresh_name("new"), "password": USER_PASSWORD}),
+                             (401, 403, 403, 403, 403, 403, OK)),
+    ("GET", f"{P}/users"): (fixed(f"{P}/users"), (401, 403, 403, 403, 403, 403, OK)),
+    ("POST", f"{P}/jobs"): (fixed(f"{P}/jobs", {"name": "m", "project": "proj", "command": ["true"]}),
+                            (401, 403, 403, 403, OK, OK, OK)),
+    ("GET", f"{P}/jobs"): (fixed(f"{P}/jobs"), (401, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/jobs/{{job_id}}"): (lambda m, who: (f"{P}/jobs/{m.job_id}", None),
+                                      (401, 404, OK, 404, OK, OK, OK)),
+    ("DELETE", f"{P}/jobs/{{job_id}}"): (lambda m, who: (f"{P}/jobs/{m.fresh_job()}", None),
+                                         (401, 404, 403, 404, OK, OK, OK)),
+    ("POST", f"{P}/jobs/{{job_id}}/resubmit"): (lambda m, who: (f"{P}/jobs/{m.job_id}/resubmit", None),
+                                                (401, 404, 403, 404, OK, OK, OK)),
+    ("GET", f"{P}/jobs/{{job_id}}/logs"): (lambda m, who: (f"{P}/jobs/{m.job_id}/logs", None),
+                                           (401, 404, OK, 404, OK, OK, OK)),
+    ("GET", f"{P}/jobs/{{job_id}}/events"): (lambda m, who: (f"{P}/jobs/{m.job_id}/events", None),
+                                             (401, 404, OK, 404, OK, OK, OK)),
+    ("GET", f"{P}/nodes"): (fixed(f"{P}/nodes"), (401, OK, OK, OK, OK, OK, OK)),
+    ("POST", f"{P}/projects"): (lambda m, who: (f"{P}/projects", {"name": m.fresh_name("p")}),
+                                (401, 403, 403, 403, 403, 403, OK)),
+    ("GET", f"{P}/projects"): (fixed(f"{P}/projects"), (401, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/projects/{{name}}"): (fixed(f"{P}/projects/proj"), (401, 404, OK, 404, OK, OK, OK)),
+    ("PUT", f"{P}/projects/{{name}}/members/{{username}}"): (
+        lambda m, who: (f"{P}/projects/proj/members/{m.fresh_user()}", {"role": "member"}),
+        (401, 404, 403, 404, 403, OK, OK)),
+    ("DELETE", f"{P}/projects/{{name}}/members/{{username}}"): (
+        lambda m, who: (f"{P}/projects/proj/members/{m.fresh_member()}", None),
+        (401, 404, 403, 404, 403, OK, OK)),
+    ("POST", f"{P}/tokens"): (lambda m, who: (f"{P}/tokens", {"name": m.fresh_name("t")}),
+                              (401, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/tokens"): (fixed(f"{P}/tokens"), (401, OK, OK, OK, OK, OK, OK)),
+    ("DELETE", f"{P}/tokens/{{token_id}}"): (lambda m, who: (f"{P}/tokens/{m.fresh_token()}", None),
+                                             (401, 404, 404, 404, OK, 404, OK)),
+    ("GET", f"{P}/operation-logs"): (fixed(f"{P}/operation-logs"), (401, 403, 403, 403, 403, 403, OK)),
+}
+
+
+def api_routes() -> set[tuple[str, str]]:
+    """(method, path) of every API route of the app: ``/api/v1`` paths, without OpenAPI/docs and the catch-all."""
+    app = build_api(lambda: None)
+    found = set()
+    for route in app.routes:
+        path = getattr(route, "path", "")
+        if not path.startswith(API_PREFIX) or not isinstance(route, APIRoute):  # docs/openapi are plain Routes
+            continue
+        if path == f"{API_PREFIX}/{{path:path}}":  # the JSON 404 for unknown paths
+            continue
+        found |= {(method, path) for method in route.methods if method != "HEAD"}
+    return found
+
+
+def test_table_covers_every_route():
+    routes = api_routes()
+    missing = sorted(routes - set(TABLE))
+    stale = sorted(set(TABLE) - routes)
+    assert not missing, f"routes without a row in the authorization matrix: {missing}"
+    assert not stale, f"rows for routes that do not exist: {stale}"
+    for key, (_, expected) in TABLE.items():
+        assert len(expected) == len(ACTORS), key
+
+
+@pytest.fixture
+def matrix(api) -> Matrix:
+    ctx, admin = api.world.ctx, api.world.admin
+    for name in ("pat", "vera"):
+        users.create_user(ctx, admin, name, USER_PASSWORD)
+        api.world.tokens[name] = users.login(ctx, name, USER_PASSWORD).access_token
+    projects.create_project(ctx, admin, "proj", "Project under test")
+    projects.create_project(ctx, admin, "other", "Someone else's project")
+    for project, username, role in (("proj", "alice", "member"), ("proj", "pat", "admin"), ("proj", "vera", "viewer"),
+                                    ("other", "bob", "member")):
+        projects.set_member(ctx, admin, project, username, role)
+    m = Matrix(api)
+    m.job_id = m.fresh_job()
+    return m
+
+
+def _oplog_rows(ctx) -> int:
+    with ctx.session(read_only=True) as s:
+        return s.exec(select(func.count()).select_from(OperationLog)).one()
+
+
+def test_authorization_matrix(matrix):
+    client = matrix.api.client
+    wrong = []
+    for (method, route), (build, expected) in TABLE.items():
+        for who, want in zip(ACTORS, expected):
+            path, body = build(matrix, who)
+            login = LOGIN[who]
+            headers = {"Authorization": f"Bearer {matrix.api.world.tokens[login]}"} if login else {}
+            before = _oplog_rows(matrix.ctx)
+            r = client.request(method, path, headers=headers, json=body)
+            got_class = OK if 200 <= r.status_code < 300 else r.status_code
+            if got_class != want:
+                wrong.append(f"{method} {route} as {who}: expected {want}, got {r.status_code} {r.text[:160]}")
+            elif want != OK:
+                assert r.json()["error"]["code"] in {"unauthenticated", "forbidden", "not_found"}, r.text
+                if _oplog_rows(matrix.ctx) != before:
+                    wrong.append(f"{method} {route} as {who}: refused ({r.status_code}) but wrote an operation-log row")
+    assert not wrong, "authorization matrix mismatches:\n" + "\n".join(wrong)
