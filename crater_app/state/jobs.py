@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+from urllib.parse import urlencode
 
 import reflex as rx
 
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
 from crater_app.services import console, jobs, nodes
-from crater_app.state import views
+from crater_app.state import messages, views
 from crater_app.state.base import POLL_INTERVAL_S, POLL_MAX_S, AppState, call_as, client_connected
 from crater_app.state.forms import COMMAND_MODES, FormError, build_spec
 
@@ -18,6 +20,32 @@ from crater_app.state.forms import COMMAND_MODES, FormError, build_spec
 log = logging.getLogger("reflex.crater.console")
 PHASES = ("Queued", "Running", "Succeeded", "Failed", "Cancelled")
 ALL = "all"
+#: the most pages a ``?page=`` query may ask for (larger numbers show the last page)
+MAX_PAGE = 1_000_000
+
+
+def parse_list_query(params: dict[str, str]) -> tuple[str, str, int]:
+    """``(phase, query, page)`` from the /jobs URL query (``?phase=Failed&q=train&page=2``), normalised:
+    an unknown phase is :data:`ALL`, the search text is stripped and cut to 63 characters, and the page is
+    a whole number from 1 (anything else is 1)."""
+    phase = params.get("phase", "")
+    phase = phase if phase in PHASES else ALL
+    query = str(params.get("q", "")).strip()[:63]
+    raw_page = str(params.get("page", "")).strip()
+    page = int(raw_page) if raw_page.isdigit() and len(raw_page) < 8 else 1
+    return phase, query, min(max(page, 1), MAX_PAGE)
+
+
+def list_url(phase: str, query: str, page: int) -> str:
+    """The /jobs URL that shows these filters (defaults left out: plain ``/jobs`` for everything)."""
+    params = {}
+    if phase != ALL:
+        params["phase"] = phase
+    if query:
+        params["q"] = query
+    if page > 1:
+        params["page"] = str(page)
+    return "/jobs" + ("?" + urlencode(params) if params else "")
 
 
 class JobsState(AppState):
@@ -29,9 +57,17 @@ class JobsState(AppState):
     page_size: int = 20
     phase: str = ALL
     query: str = ""
+    #: changes when the filters come from the URL, so that the search box shows the new text
+    search_key: int = 0
     loaded: bool = False
     error: str = ""
     _poll_gen: int = 0
+
+    @rx.var
+    def view_rows(self) -> list[dict[str, str]]:
+        """The rows with each job's status sentence in the console's language."""
+        lang = self.lang
+        return [{**row, "reason": messages.message_text(lang, row.get("reason", ""))} for row in self.rows]
 
     @rx.var
     def page_count(self) -> int:
@@ -61,22 +97,44 @@ class JobsState(AppState):
         self.loaded = True
         self.error = ""
 
-    async def _fetch(self):
+    def _url_update(self):
+        """Show the current filters in the address bar (no navigation, no new history entry)."""
+        url = list_url(self.phase, self.query, self.page)
+        shown = self.router.url.path.rstrip("/") or "/"
+        if self.router.url.query:
+            shown += "?" + self.router.url.query
+        if url == shown:
+            return None
+        return rx.call_script(f"window.history.replaceState(window.history.state, '', {json.dumps(url)})")
+
+    async def _load_page(self) -> tuple[bool, object]:
+        """Read the current page: ``(True, URL update or None)``, or ``(False, redirect to /login or None)``."""
         page, stop = await self.guarded(jobs.list_jobs, **self._filters())
         if page is None:
-            return stop
+            return False, stop
         if not page.items and page.total and self.page > 1:  # the page emptied: show the last one
             self.page = max(1, -(-page.total // self.page_size))
-            return JobsState.reload
+            page, stop = await self.guarded(jobs.list_jobs, **self._filters())
+            if page is None:
+                return False, stop
         self._apply(page)
-        return None
+        return True, self._url_update()
+
+    async def _fetch(self):
+        return (await self._load_page())[1]
 
     @rx.event
     async def load(self):
-        """on_load: first page for the current filters; then start the live refresh."""
+        """on_load: the filters from the URL (``?phase=&q=&page=``), their page; then start the live refresh."""
         self.error = ""
-        result = await self._fetch()
-        return result if result is not None else JobsState.poll
+        phase, query, page = parse_list_query(dict(self.router.url.query_parameters))
+        if query != self.query:
+            self.search_key += 1
+        self.phase, self.query, self.page = phase, query, page
+        ok, event = await self._load_page()
+        if not ok and event is not None:
+            return event  # signed out: to /login
+        return [e for e in (event, JobsState.poll) if e is not None]
 
     @rx.event
     async def reload(self):
@@ -100,6 +158,8 @@ class JobsState(AppState):
     @rx.event
     async def clear_filters(self):
         """Back to every job, first page."""
+        if self.query:
+            self.search_key += 1
         self.query, self.phase, self.page = "", ALL, 1
         return await self._fetch()
 
@@ -169,6 +229,8 @@ class NewJobState(AppState):
     error_field: str = ""
     submitting: bool = False
     loaded: bool = False
+    #: changes when the form goes back to its defaults, so that its text fields are cleared too
+    form_key: int = 0
 
     @rx.var
     def gpu_options(self) -> list[str]:
@@ -208,13 +270,17 @@ class NewJobState(AppState):
         if found is None:
             return stop
         self.accelerators = views.accelerator_choices(found)
-        models = [c["model"] for c in self.accelerators]
-        if self.model not in models:
-            self.model = models[0] if models else ""
-        if self.gpus not in self.gpu_options:
-            self.gpus = "1" if "1" in self.gpu_options else "0"
+        self._reset_form()
         self.loaded = True
         return None
+
+    def _reset_form(self) -> None:
+        """The form's defaults: the first accelerator model, one device of it (or none), one argument per line."""
+        models = [c["model"] for c in self.accelerators]
+        self.model = models[0] if models else ""
+        self.gpus = "1" if "1" in self.gpu_options else "0"
+        self.command_mode = "lines"
+        self.form_key += 1
 
     @rx.event
     def set_model(self, model: str) -> None:
@@ -263,6 +329,7 @@ class NewJobState(AppState):
             self.error, self.error_field = exc.message, exc.field or ""
             return
         self.submitting = False
+        self._reset_form()
         yield rx.redirect(f"/jobs/{job.id}")
 
 
@@ -291,6 +358,21 @@ class JobDetailState(AppState):
     def finished(self) -> bool:
         """The job reached Succeeded, Failed or Cancelled."""
         return self.job.get("phase", "") in views.TERMINAL_PHASES
+
+    @rx.var
+    def reason_text(self) -> str:
+        """The job's status sentence in the console's language."""
+        return messages.message_text(self.lang, self.job.get("reason", ""))
+
+    @rx.var
+    def event_rows(self) -> list[dict[str, str]]:
+        """The timeline with reason words and messages in the console's language (``reason`` stays the API word)."""
+        lang = self.lang
+        return [
+            {**e, "reason_text": messages.reason_text(lang, e.get("reason", "")),
+             "message_text": messages.message_text(lang, e.get("message", ""))}
+            for e in self.events
+        ]
 
     @rx.var
     def device_list(self) -> list[str]:

@@ -23,6 +23,8 @@ PHASE_ICONS = (
 )
 ROLE_COLORS = (("admin", "crimson"), ("user", "indigo"), ("guest", "gray"))
 MONO = "var(--code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
+#: what an empty field shows, everywhere (in the body font: a monospace em dash looks like an en dash)
+EMPTY = "—"
 
 
 def t(key: str) -> rx.Var:
@@ -98,13 +100,38 @@ def page_header(title: rx.Var, subtitle: rx.Var | None = None, *actions: rx.Comp
     )
 
 
+def wide_only(display: str = "inline") -> rx.Var:
+    """A ``display`` value that hides an element on narrow screens (phones) and shows it from ``sm`` up."""
+    return rx.breakpoints(initial="none", sm=display)
+
+
+def narrow_only(display: str = "flex") -> rx.Var:
+    """A ``display`` value that shows an element on narrow screens only."""
+    return rx.breakpoints(initial=display, sm="none")
+
+
+def empty_mark() -> rx.Component:
+    """The mark of an empty field (``—``, gray, in the body font)."""
+    return rx.text(EMPTY, as_="span", color_scheme="gray", class_name="empty-value")
+
+
+def or_empty(value: rx.Var, component: rx.Component | None = None) -> rx.Component:
+    """``component`` (default: ``value`` as text) when ``value`` is not empty, else :func:`empty_mark`."""
+    return rx.cond(value != "", component if component is not None else rx.text(value, as_="span"), empty_mark())
+
+
 def _nav_link(label: rx.Var, href: str, icon: str, active: bool, key: str) -> rx.Component:
     return rx.link(
-        rx.hstack(rx.icon(icon, size=16), rx.text(label, size="2", weight="medium"), spacing="2", align="center"),
+        rx.hstack(rx.icon(icon, size=16),
+                  rx.text(label, size="2", weight="medium", display=wide_only()),
+                  spacing="2", align="center"),
         href=href,
         underline="none",
         color=rx.color("accent", 11) if active else rx.color("gray", 11),
-        padding_x="var(--space-3)",
+        title=label,
+        aria_label=label,
+        **({"aria_current": "page"} if active else {}),
+        padding_x=rx.breakpoints(initial="var(--space-2)", sm="var(--space-3)"),
         padding_y="var(--space-2)",
         border_radius="var(--radius-2)",
         background_color=rx.color("accent", 3) if active else "transparent",
@@ -132,18 +159,26 @@ def user_menu() -> rx.Component:
         rx.menu.trigger(
             rx.button(
                 rx.icon("circle_user_round", size=18),
-                rx.text(AppState.username, id="nav-username"),
+                rx.text(AppState.username, id="nav-username", display=wide_only(),
+                        max_width="160px", overflow="hidden", text_overflow="ellipsis", white_space="nowrap"),
                 rx.icon("chevron_down", size=14),
                 variant="ghost",
                 color_scheme="gray",
+                aria_label=AppState.username,
                 id="user-menu",
             ),
         ),
         rx.menu.content(
             rx.menu.item(
-                rx.hstack(rx.text(t("nav.signed_in_as"), size="1", color_scheme="gray"), role_badge(AppState.role),
-                          align="center", spacing="2"),
+                rx.vstack(
+                    rx.hstack(rx.text(t("nav.signed_in_as"), size="1", color_scheme="gray"),
+                              role_badge(AppState.role), align="center", spacing="2"),
+                    rx.text(AppState.username, size="2", weight="medium", color=rx.color("gray", 12)),
+                    spacing="1",
+                ),
                 disabled=True,
+                height="auto",
+                padding_y="var(--space-2)",
             ),
             rx.menu.separator(),
             rx.menu.item(rx.icon("log_out", size=14), t("nav.sign_out"), on_click=AppState.sign_out, color="red",
@@ -153,12 +188,12 @@ def user_menu() -> rx.Component:
     )
 
 
-def logo(size: str = "5") -> rx.Component:
-    """The Crater word mark."""
+def logo(size: str = "5", compact: bool = False) -> rx.Component:
+    """The Crater word mark (``compact``: the word is left out on narrow screens)."""
     return rx.hstack(
         rx.center(rx.icon("hexagon", size=20, color="white"), background=rx.color("accent", 9), border_radius="8px",
-                  width="30px", height="30px"),
-        rx.heading(t("app.name"), size=size, weight="bold"),
+                  width="30px", height="30px", flex_shrink="0"),
+        rx.heading(t("app.name"), size=size, weight="bold", **({"display": wide_only("block")} if compact else {})),
         align="center",
         spacing="2",
     )
@@ -168,21 +203,29 @@ def navbar(active: str) -> rx.Component:
     """The top bar: logo, sections, language switch and user menu."""
     return rx.box(
         rx.hstack(
-            rx.link(logo("4"), href="/jobs", underline="none", color=rx.color("gray", 12)),
-            rx.separator(orientation="vertical", size="2"),
-            _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
-            _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
-            rx.cond(AppState.is_admin,
-                    _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin")),
+            rx.link(logo("4", compact=True), href="/jobs", underline="none", color=rx.color("gray", 12),
+                    aria_label=t("app.name")),
+            rx.separator(orientation="vertical", size="2", display=wide_only("block")),
+            rx.el.nav(
+                rx.hstack(
+                    _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
+                    _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
+                    rx.cond(AppState.is_admin,
+                            _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin")),
+                    align="center",
+                    spacing=rx.breakpoints(initial="1", sm="2"),
+                ),
+                aria_label=t("nav.menu"),
+            ),
             rx.spacer(),
-            rx.hstack(rx.icon("languages", size=16, color=rx.color("gray", 10)), language_switch(), align="center",
-                      spacing="3"),
+            rx.hstack(rx.icon("languages", size=16, color=rx.color("gray", 10), display=wide_only("block")),
+                      language_switch(), align="center", spacing="3"),
             user_menu(),
             align="center",
-            spacing="3",
+            spacing=rx.breakpoints(initial="2", sm="3"),
             max_width="1280px",
             margin_x="auto",
-            padding_x="var(--space-5)",
+            padding_x=rx.breakpoints(initial="var(--space-3)", sm="var(--space-5)"),
             height="56px",
         ),
         position="sticky",
@@ -201,8 +244,8 @@ def shell(*children: rx.Component, active: str = "") -> rx.Component:
             rx.vstack(*children, spacing="5", width="100%"),
             max_width="1280px",
             margin_x="auto",
-            padding_x="var(--space-5)",
-            padding_y="var(--space-6)",
+            padding_x=rx.breakpoints(initial="var(--space-3)", sm="var(--space-5)"),
+            padding_y=rx.breakpoints(initial="var(--space-4)", sm="var(--space-6)"),
         ),
         min_height="100vh",
         background_color=rx.color("gray", 2),

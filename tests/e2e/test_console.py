@@ -101,6 +101,7 @@ def test_submit_two_gpu_job_and_read_its_logs(page: Page, console: Console) -> N
     expect(logs).to_contain_text("hello-crater")
     expect(logs).to_contain_text("cuda=0,1")
     expect(page.locator("#job-exit-code")).to_have_text("0")
+    expect(page.locator("#job-reason")).to_have_text("exited with code 0")
     expect(page.locator("#job-devices")).to_contain_text("GPU 0")
     expect(page.locator("#job-devices")).to_contain_text("GPU 1")
     expect(page.locator("#job-events")).to_contain_text("Completed")
@@ -124,9 +125,38 @@ def test_submit_two_gpu_job_and_read_its_logs(page: Page, console: Console) -> N
     page.get_by_role("option", name="简体中文").click()
     expect(page.locator("#page-title")).to_have_text("作业")
     expect(row.locator(".phase-badge")).to_contain_text("已成功")
+    expect(row).to_contain_text("进程退出，退出码 0")  # the status sentence, translated
+    # The job's events: reason words and well-known sentences in Chinese too (the API word stays in data-reason).
+    row.locator(".job-link").click()
+    page.wait_for_url(re.compile(rf".*/jobs/{job_id}/?$"))
+    events = page.locator("#job-events")
+    expect(events.locator(".event-reason[data-reason='Completed']")).to_have_text("已完成")
+    expect(events).to_contain_text("由 admin 提交")
+    expect(events).not_to_contain_text("Submitted")
+    expect(page.locator("#job-reason")).to_have_text("进程退出，退出码 0")
     page.click("#lang-switch")
     page.get_by_role("option", name="English").click()
+    expect(events.locator(".event-reason[data-reason='Completed']")).to_have_text("Completed")
+    page.click("#nav-jobs")
     expect(page.locator("#page-title")).to_have_text("Jobs")
+
+    # The list's filters come from the URL and go back into it.
+    page.goto(url + "/jobs?phase=Failed")
+    phase_filter = page.locator("#phase-filter")
+    expect(phase_filter.get_by_role("radio", name="Failed")).to_have_attribute("aria-checked", "true")
+    expect(page.locator(".job-row")).to_have_count(0)
+    phase_filter.get_by_role("radio", name="Succeeded").click()
+    page.wait_for_url(re.compile(r".*/jobs\?phase=Succeeded$"))
+    expect(row).to_contain_text(JOB_NAME)
+    page.goto(url + f"/jobs?q={JOB_NAME}&phase=Succeeded")
+    expect(page.locator("#job-search")).to_have_value(JOB_NAME)
+    expect(page.locator(".job-row")).to_have_count(1)
+
+    # After a submit, the new-job form starts again from its defaults.
+    page.goto(url + "/jobs/new")
+    expect(page.locator("#gpu-count")).to_have_text("1")
+    expect(page.locator("#mode-lines")).to_have_attribute("data-state", "checked")
+    expect(page.locator("#job-name")).to_have_value("")
 
     assert not page.page_errors, page.page_errors  # type: ignore[attr-defined]
     print(f"browser flow took {time.monotonic() - started:.1f} s (server start {console.startup_s:.1f} s)")
@@ -169,4 +199,39 @@ def test_sign_in_returns_to_page_and_only_admins_manage_users(page: Page, consol
     page.goto(console.url + "/admin/users")
     expect(page.locator("#admin-forbidden")).to_be_visible()
     expect(page.locator("#users-table")).to_have_count(0)
+    assert not page.page_errors, page.page_errors  # type: ignore[attr-defined]
+
+
+def test_unknown_pages_favicon_and_a_phone_sized_screen(browser, page: Page, console: Console) -> None:
+    """Unknown routes get a styled, translated 404 page; /favicon.ico exists; at 390 px the top bar fits."""
+    with urllib.request.urlopen(console.url + "/favicon.ico", timeout=10) as resp:
+        assert resp.status == 200 and resp.read(4) == b"\x00\x00\x01\x00"  # an ICO file
+
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    page.goto(console.url + "/no/such/page")
+    expect(page.locator("#not-found")).to_be_visible()
+    expect(page.locator("#page-title")).to_have_text("Page not found")
+    page.click("#lang-switch")
+    page.get_by_role("option", name="简体中文").click()
+    expect(page.locator("#page-title")).to_have_text("页面不存在")
+    assert [u for u in failed if not u.endswith("/no/such/page")] == []
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    context.set_default_timeout(20_000)
+    phone = context.new_page()
+    try:
+        phone.goto(console.url + "/login")
+        phone.fill("#username", "admin")
+        phone.fill("#password", ADMIN_PASSWORD)
+        phone.click("#login-submit")
+        phone.wait_for_url(re.compile(r".*/jobs/?$"))
+        for selector in ("#nav-jobs", "#nav-nodes", "#nav-admin", "#lang-switch", "#user-menu"):
+            box = phone.locator(selector).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (selector, box)
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        phone.click("#user-menu")
+        expect(phone.locator("#sign-out")).to_be_visible()
+    finally:
+        context.close()
     assert not page.page_errors, page.page_errors  # type: ignore[attr-defined]

@@ -75,3 +75,18 @@ def test_views_format_jobs_and_nodes():
     assert (view.cpu, view.cpu_percent, view.memory, view.gpus_busy) == ("8", 25, "64 GiB", 1)
     assert view.devices[0].job_id == "7" and view.devices[0].memory == "80 GiB" and not view.devices[1].held
     assert views.accelerator_choices([node]) == [{"model": "A100", "max": "4", "free": "3", "resource": "nvidia.com/gpu"}]
+
+
+def test_jobs_list_query_from_and_to_the_url():
+    from crater_app.state.jobs import ALL, list_url, parse_list_query
+
+    assert parse_list_query({}) == (ALL, "", 1)
+    assert parse_list_query({"phase": "Failed", "q": "  train ", "page": "3"}) == ("Failed", "train", 3)
+    assert parse_list_query({"phase": "failed", "page": "0"}) == (ALL, "", 1)  # phases are case-sensitive
+    assert parse_list_query({"phase": "all", "page": "-2", "q": "x" * 100}) == (ALL, "x" * 63, 1)
+    assert parse_list_query({"page": "1e9"}) == (ALL, "", 1)
+    assert parse_list_query({"page": "99999999999"}) == (ALL, "", 1)
+    assert list_url(ALL, "", 1) == "/jobs"
+    assert list_url("Failed", "", 1) == "/jobs?phase=Failed"
+    assert list_url("Running", "a b&c=<d>", 2) == "/jobs?phase=Running&q=a+b%26c%3D%3Cd%3E&page=2"
+    assert parse_list_query({"phase": "Running", "q": "a b&c=<d>", "page": "2"}) == ("Running", "a b&c=<d>", 2)

@@ -11,6 +11,7 @@ from crater_app.ui.pages.job_new import new_job_page
 from crater_app.ui.pages.jobs import jobs_page
 from crater_app.ui.pages.login import login
 from crater_app.ui.pages.nodes import nodes_page
+from crater_app.ui.pages.not_found import not_found_page
 
 TITLE = "Crater"
 
@@ -29,3 +30,5 @@ def register(app: rx.App) -> None:
     app.add_page(job_detail_page, route="/jobs/[id]", title=TITLE, on_load=JobDetailState.load)
     app.add_page(nodes_page, route="/nodes", title=TITLE, on_load=NodesState.load)
     app.add_page(admin_users_page, route="/admin/users", title=TITLE, on_load=AdminUsersState.load)
+    # Reflex's custom 404 page: the "404" route is what unknown paths render (App._prepare_page in reflex/app.py).
+    app.add_page(not_found_page, route="404", title=f"404 · {TITLE}")

@@ -7,7 +7,7 @@ import reflex as rx
 from crater_app.state import AdminUsersState, AppState
 from crater_app.state.admin import ROLES
 from crater_app.ui.components import (
-    MONO, error_callout, field, loading, page_header, role_badge, section_title, shell, t,
+    MONO, error_callout, field, loading, or_empty, page_header, role_badge, section_title, shell, t,
 )
 
 
@@ -58,12 +58,12 @@ def _create_form() -> rx.Component:
 def _user_row(user: rx.Var) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.text(user["username"], weight="medium", font_family=MONO)),
-        rx.table.cell(rx.cond(user["display_name"] != "", user["display_name"], "—")),
-        rx.table.cell(rx.cond(user["email"] != "", user["email"], "—")),
+        rx.table.cell(or_empty(user["display_name"])),
+        rx.table.cell(or_empty(user["email"])),
         rx.table.cell(role_badge(user["role"])),
         rx.table.cell(rx.badge(t_status(user["status"]), color_scheme=rx.cond(user["status"] == "active", "green",
                                                                                 "gray"), variant="soft")),
-        rx.table.cell(user["project"]),
+        rx.table.cell(or_empty(user["project"])),
         rx.table.cell(rx.text(user["created"], size="1", font_family=MONO)),
         align="center",
         class_name="user-row",

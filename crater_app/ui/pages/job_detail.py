@@ -5,7 +5,10 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import JobDetailState
-from crater_app.ui.components import MONO, error_callout, loading, page_header, phase_badge, section_title, shell, t
+from crater_app.ui.components import (
+    MONO, empty_mark, error_callout, loading, narrow_only, or_empty, page_header, phase_badge, section_title, shell,
+    t, wide_only,
+)
 
 J = JobDetailState.job
 
@@ -21,7 +24,7 @@ def _crumbs() -> rx.Component:
 
 
 def _item(label: rx.Var, value: rx.Component | rx.Var, item_id: str | None = None) -> rx.Component:
-    content = value if isinstance(value, rx.Component) else rx.text(rx.cond(value != "", value, "—"))
+    content = value if isinstance(value, rx.Component) else rx.text(or_empty(value))
     return rx.data_list.item(
         rx.data_list.label(label, min_width="130px"),
         rx.data_list.value(content, id=item_id) if item_id else rx.data_list.value(content),
@@ -65,9 +68,10 @@ def _overview() -> rx.Component:
             section_title(t("job.section.status"), "activity"),
             rx.data_list.root(
                 _item(t("job.status"), phase_badge(J["phase"]), "job-phase"),
-                _item(t("job.reason"), J["reason"]),
-                _item(t("job.exit_code"), rx.text(rx.cond(J["exit_code"] != "", J["exit_code"], "—"),
-                                                  font_family=MONO), "job-exit-code"),
+                _item(t("job.reason"), rx.text(or_empty(JobDetailState.reason_text), id="job-reason")),
+                _item(t("job.exit_code"), rx.text(or_empty(J["exit_code"], rx.text(J["exit_code"], as_="span",
+                                                                                   font_family=MONO))),
+                      "job-exit-code"),
                 _item(t("job.user"), J["user"]),
                 _item(t("job.project"), J["project"]),
                 _item(t("job.created"), J["created"]),
@@ -101,7 +105,7 @@ def _resources() -> rx.Component:
                         rx.hstack(rx.foreach(JobDetailState.device_list,
                                              lambda d: rx.badge("GPU ", d, variant="outline", font_family=MONO)),
                                   spacing="1", wrap="wrap"),
-                        rx.text("—"),
+                        rx.text(empty_mark()),
                     ),
                     "job-devices",
                 ),
@@ -109,7 +113,8 @@ def _resources() -> rx.Component:
                 _item(t("job.memory"), J["memory"]),
                 _item(t("job.max_runtime"), J["max_runtime"]),
                 _item(t("job.priority"), J["priority"]),
-                _item(t("job.image"), rx.text(J["image"], font_family=MONO, size="2")),
+                _item(t("job.image"), rx.text(or_empty(J["image"], rx.text(J["image"], as_="span", font_family=MONO,
+                                                                           size="2")))),
                 _item(t("job.uid"), rx.text(J["uid"], font_family=MONO, size="1", color_scheme="gray")),
                 size="2",
             ),
@@ -158,9 +163,30 @@ def _event_row(event: rx.Var) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.text(event["at"], font_family=MONO, size="1", white_space="nowrap")),
         rx.table.cell(phase_badge(event["phase"], size="1")),
-        rx.table.cell(rx.text(event["reason"], weight="medium", size="2")),
-        rx.table.cell(rx.text(event["message"], size="2", color_scheme="gray")),
+        rx.table.cell(rx.text(event["reason_text"], weight="medium", size="2", title=event["reason"],
+                              custom_attrs={"data-reason": event["reason"]}, class_name="event-reason")),
+        rx.table.cell(rx.text(event["message_text"], size="2", color_scheme="gray", class_name="event-message")),
         align="center",
+    )
+
+
+def _event_item(event: rx.Var) -> rx.Component:
+    """One timeline entry as a block (narrow screens, where four table columns do not fit)."""
+    return rx.vstack(
+        rx.hstack(
+            phase_badge(event["phase"], size="1"),
+            rx.text(event["reason_text"], weight="medium", size="2", custom_attrs={"data-reason": event["reason"]}),
+            rx.spacer(),
+            rx.text(event["at"], font_family=MONO, size="1", color_scheme="gray", white_space="nowrap"),
+            align="center",
+            spacing="2",
+            width="100%",
+        ),
+        rx.text(event["message_text"], size="2", color_scheme="gray", word_break="break-word"),
+        spacing="1",
+        width="100%",
+        padding_y="var(--space-2)",
+        border_bottom=f"1px solid {rx.color('gray', 4)}",
     )
 
 
@@ -175,12 +201,15 @@ def _events() -> rx.Component:
                     rx.table.column_header_cell(t("job.events.reason")),
                     rx.table.column_header_cell(t("job.events.message")),
                 )),
-                rx.table.body(rx.foreach(JobDetailState.events, _event_row)),
+                rx.table.body(rx.foreach(JobDetailState.event_rows, _event_row)),
                 size="1",
                 variant="ghost",
                 width="100%",
                 id="job-events",
+                display=wide_only("block"),
             ),
+            rx.vstack(rx.foreach(JobDetailState.event_rows, _event_item), spacing="0", width="100%",
+                      display=narrow_only("flex"), id="job-events-list"),
             spacing="3",
             width="100%",
         ),
@@ -207,7 +236,12 @@ def _logs() -> rx.Component:
             # column-reverse keeps the view scrolled to the newest line
             rx.box(
                 rx.el.pre(
-                    rx.cond(JobDetailState.logs != "", JobDetailState.logs, t("job.logs.empty")),
+                    rx.cond(
+                        JobDetailState.logs != "",
+                        JobDetailState.logs,
+                        rx.el.span(rx.cond(JobDetailState.finished, t("job.logs.none"), t("job.logs.empty")),
+                                   class_name="logs-placeholder", style={"opacity": "0.6", "font-style": "italic"}),
+                    ),
                     id="job-logs",
                     style={"margin": "0", "white-space": "pre-wrap", "word-break": "break-all",
                            "font-family": MONO, "font-size": "12.5px", "line-height": "1.55"},

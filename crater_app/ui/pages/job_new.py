@@ -175,6 +175,7 @@ def new_job_page() -> rx.Component:
                 ),
                 on_submit=NewJobState.submit,
                 reset_on_submit=False,
+                key=NewJobState.form_key,
                 width="100%",
             ),
             rx.vstack(error_callout(NewJobState.error), loading(), width="100%"),

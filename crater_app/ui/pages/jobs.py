@@ -6,26 +6,34 @@ import reflex as rx
 
 from crater_app.state import JobsState
 from crater_app.state.jobs import ALL, PHASES
-from crater_app.ui.components import MONO, error_callout, loading, page_header, phase_badge, shell, t
+from crater_app.ui.components import (
+    MONO, error_callout, loading, narrow_only, page_header, phase_badge, shell, t, wide_only,
+)
+
+
+# Columns shown on wide screens only: phones keep ID, name (with the status sentence) and status.
+WIDE_CELL = {"display": wide_only("table-cell")}
 
 
 def _row(job: rx.Var) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(rx.text("#", job["id"], color_scheme="gray", font_family=MONO, size="2")),
+        rx.table.cell(rx.text("#", job["id"], color_scheme="gray", font_family=MONO, size="2", white_space="nowrap")),
         rx.table.cell(
             rx.vstack(
-                rx.link(job["name"], href="/jobs/" + job["id"], weight="medium", class_name="job-link"),
-                rx.text(job["reason"], size="1", color_scheme="gray", max_width="360px",
+                rx.link(job["name"], href="/jobs/" + job["id"], weight="medium", class_name="job-link",
+                        word_break="break-all"),
+                rx.text(job["reason"], size="1", color_scheme="gray",
+                        max_width=rx.breakpoints(initial="160px", sm="360px"), title=job["reason"],
                         overflow="hidden", text_overflow="ellipsis", white_space="nowrap"),
                 spacing="1",
             )
         ),
         rx.table.cell(phase_badge(job["phase"])),
-        rx.table.cell(job["user"]),
-        rx.table.cell(job["project"]),
-        rx.table.cell(rx.text(job["gpus"], size="2")),
-        rx.table.cell(rx.text(job["created"], size="2", font_family=MONO, white_space="nowrap")),
-        rx.table.cell(rx.text(job["runtime"], size="2", white_space="nowrap")),
+        rx.table.cell(job["user"], **WIDE_CELL),
+        rx.table.cell(job["project"], **WIDE_CELL),
+        rx.table.cell(rx.text(job["gpus"], size="2"), **WIDE_CELL),
+        rx.table.cell(rx.text(job["created"], size="2", font_family=MONO, white_space="nowrap"), **WIDE_CELL),
+        rx.table.cell(rx.text(job["runtime"], size="2", white_space="nowrap"), **WIDE_CELL),
         align="center",
         custom_attrs={"data-job-id": job["id"]},
         class_name="job-row",
@@ -42,23 +50,40 @@ def _toolbar() -> rx.Component:
                     placeholder=t("jobs.search.placeholder"),
                     default_value=JobsState.query,
                     max_length=63,
-                    width="260px",
+                    width=rx.breakpoints(initial="100%", sm="260px"),
                     id="job-search",
                 ),
                 rx.button(t("jobs.search.button"), type="submit", variant="soft"),
                 spacing="2",
+                width="100%",
             ),
             on_submit=JobsState.search,
             reset_on_submit=False,
-            width="auto",
+            key=JobsState.search_key,
+            width=rx.breakpoints(initial="100%", sm="auto"),
         ),
         rx.spacer(),
+        # Phones get a drop-down: the six segments do not fit next to each other.
         rx.segmented_control.root(
             rx.segmented_control.item(t("jobs.filter.all"), value=ALL),
             *[rx.segmented_control.item(t(f"phase.{p}"), value=p) for p in PHASES],
             value=JobsState.phase,
             on_change=JobsState.set_phase_filter,
             id="phase-filter",
+            display=wide_only("inline-grid"),
+        ),
+        rx.box(
+            rx.select.root(
+                rx.select.trigger(width="100%", aria_label=t("jobs.filter.label"), id="phase-filter-select"),
+                rx.select.content(
+                    rx.select.item(t("jobs.filter.all"), value=ALL),
+                    *[rx.select.item(t(f"phase.{p}"), value=p) for p in PHASES],
+                ),
+                value=JobsState.phase,
+                on_change=JobsState.set_phase_filter,
+            ),
+            display=narrow_only("block"),
+            width="100%",
         ),
         width="100%",
         gap="3",
@@ -90,19 +115,20 @@ def _table() -> rx.Component:
     return rx.table.root(
         rx.table.header(
             rx.table.row(
-                rx.table.column_header_cell(t("jobs.col.id"), width="72px"),
+                rx.table.column_header_cell(t("jobs.col.id"), width=rx.breakpoints(initial="auto", sm="72px"),
+                                            white_space="nowrap"),
                 rx.table.column_header_cell(t("jobs.col.name")),
-                rx.table.column_header_cell(t("jobs.col.status")),
-                rx.table.column_header_cell(t("jobs.col.user")),
-                rx.table.column_header_cell(t("jobs.col.project")),
-                rx.table.column_header_cell(t("jobs.col.accelerators")),
-                rx.table.column_header_cell(t("jobs.col.created")),
-                rx.table.column_header_cell(t("jobs.col.runtime")),
+                rx.table.column_header_cell(t("jobs.col.status"), white_space="nowrap"),
+                rx.table.column_header_cell(t("jobs.col.user"), **WIDE_CELL),
+                rx.table.column_header_cell(t("jobs.col.project"), **WIDE_CELL),
+                rx.table.column_header_cell(t("jobs.col.accelerators"), **WIDE_CELL),
+                rx.table.column_header_cell(t("jobs.col.created"), **WIDE_CELL),
+                rx.table.column_header_cell(t("jobs.col.runtime"), **WIDE_CELL),
             )
         ),
-        rx.table.body(rx.foreach(JobsState.rows, _row)),
+        rx.table.body(rx.foreach(JobsState.view_rows, _row)),
         variant="ghost",
-        size="2",
+        size=rx.breakpoints(initial="1", sm="2"),
         width="100%",
         id="jobs-table",
     )

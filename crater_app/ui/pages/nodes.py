@@ -5,7 +5,9 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import NodesState
-from crater_app.ui.components import MONO, error_callout, loading, page_header, shell, t
+from crater_app.ui.components import (
+    MONO, empty_mark, error_callout, loading, or_empty, page_header, shell, t, wide_only,
+)
 
 
 def _meter(label: rx.Var, used: rx.Var, total: rx.Var, percent: rx.Var, unit: rx.Var | str = "") -> rx.Component:
@@ -25,9 +27,10 @@ def _meter(label: rx.Var, used: rx.Var, total: rx.Var, percent: rx.Var, unit: rx
 def _device_row(device: rx.Var) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.badge("GPU ", device.index, variant="outline", font_family=MONO)),
-        rx.table.cell(rx.text(device.model, size="2", weight="medium")),
-        rx.table.cell(rx.text(device.memory, size="2")),
-        rx.table.cell(rx.text(device.uuid, size="1", font_family=MONO, color_scheme="gray")),
+        rx.table.cell(rx.text(device.model, size="2", weight="medium", white_space="nowrap")),
+        rx.table.cell(rx.text(device.memory, size="2", white_space="nowrap")),
+        rx.table.cell(rx.text(device.uuid, size="1", font_family=MONO, color_scheme="gray"),
+                      display=wide_only("table-cell")),
         rx.table.cell(
             rx.cond(
                 device.busy,
@@ -41,11 +44,10 @@ def _device_row(device: rx.Var) -> rx.Component:
             rx.cond(
                 device.held,
                 rx.link("#", device.job_id, " ", device.job_name, href="/jobs/" + device.job_id, class_name="device-job"),
-                rx.cond(device.busy, rx.text(t("nodes.device.hidden"), size="2", color_scheme="gray"),
-                        rx.text("—", color_scheme="gray")),
+                rx.cond(device.busy, rx.text(t("nodes.device.hidden"), size="2", color_scheme="gray"), empty_mark()),
             )
         ),
-        rx.table.cell(rx.cond(device.user != "", device.user, "—")),
+        rx.table.cell(or_empty(device.user)),
         align="center",
         class_name="device-row",
     )
@@ -62,10 +64,13 @@ def _node_card(node: rx.Var) -> rx.Component:
                     rx.heading(node.name, size="5"),
                     rx.hstack(
                         rx.badge(t("nodes.backend"), ": ", node.backend, variant="surface", color_scheme="gray"),
-                        rx.badge(t("nodes.source"), ": ", node.device_source, variant="surface", color_scheme="gray"),
+                        rx.badge(t("nodes.source"), ": ", node.device_source, variant="surface", color_scheme="gray",
+                                 max_width="100%", overflow="hidden"),
                         spacing="2",
+                        wrap="wrap",
                     ),
                     spacing="1",
+                    min_width="0",
                 ),
                 align="center",
                 spacing="3",
@@ -86,7 +91,7 @@ def _node_card(node: rx.Var) -> rx.Component:
                         rx.table.column_header_cell(t("nodes.col.device")),
                         rx.table.column_header_cell(t("nodes.col.model")),
                         rx.table.column_header_cell(t("nodes.col.memory")),
-                        rx.table.column_header_cell(t("nodes.col.uuid")),
+                        rx.table.column_header_cell(t("nodes.col.uuid"), display=wide_only("table-cell")),
                         rx.table.column_header_cell(t("nodes.col.status")),
                         rx.table.column_header_cell(t("nodes.col.job")),
                         rx.table.column_header_cell(t("nodes.col.user")),
