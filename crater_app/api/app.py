@@ -18,9 +18,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
 from crater_app.api import docs, errors, governance, metrics
-from crater_app.api.body import decode_body
+from crater_app.api.body import decode_body, decode_object
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
-from crater_app.domain.errors import InvalidInput, NotFound
+from crater_app.domain.errors import NotFound
 from crater_app.domain.policy import Actor
 from crater_app.services import jobs, nodes, users
 from crater_app.services import metrics as platform_metrics
@@ -98,13 +98,7 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
     @app.post(f"{API_PREFIX}/auth/token", tags=["auth"], response_model=TokenPublic, openapi_extra=docs.LOGIN_BODY)
     async def token(request: Request, c: Ctx) -> JSONResponse:
         """Exchange ``{"username", "password"}`` for a bearer token."""
-        body = await decode_body(request)
-        if not isinstance(body, dict):
-            raise InvalidInput("body must be an object with username and password")
-        unknown = set(body) - {"username", "password"}
-        if unknown:
-            field = sorted(unknown)[0]
-            raise InvalidInput(f"unknown field '{field}'", field)
+        body = await decode_object(request, {"username", "password"}, "username and password")
         result = await run_in_threadpool(users.login, c, body.get("username"), body.get("password"))
         return JSONResponse(_dump(result))
 
@@ -117,14 +111,7 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
               openapi_extra=docs.USER_CREATE_BODY)
     async def create_user(request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Create a user (platform admins): ``{"username", "password", "role"?, "display_name"?, "email"?}``."""
-        body = await decode_body(request)
-        if not isinstance(body, dict):
-            raise InvalidInput("body must be an object")
-        allowed = {"username", "password", "role", "display_name", "email"}
-        unknown = set(body) - allowed
-        if unknown:
-            field = sorted(unknown)[0]
-            raise InvalidInput(f"unknown field '{field}'", field)
+        body = await decode_object(request, {"username", "password", "role", "display_name", "email"}, "a username")
         user = await run_in_threadpool(
             users.create_user, c, a, body.get("username"), body.get("password"), body.get("role", "user"),
             body.get("display_name", ""), body.get("email", ""),

@@ -113,3 +113,19 @@ def _first_non_text(body: object) -> str | None:
                     return f"{path}.{key!r}".lstrip(".")
                 stack.append((value, f"{path}.{name}".lstrip(".")))
     return None
+
+
+async def decode_object(request: Request, allowed: set[str], what: str) -> dict:
+    """The request body (see :func:`decode_body`) as an object with only ``allowed`` keys.
+
+    Raises:
+        InvalidInput: not an object (the message says it needs ``what``), or an unknown key (the first one,
+            named as the field, with the allowed keys listed); and what :func:`decode_body` raises.
+    """
+    body = await decode_body(request)
+    if not isinstance(body, dict):
+        raise InvalidInput(f"body must be an object with {what}")
+    unknown = sorted(str(k) for k in set(body) - allowed)
+    if unknown:
+        raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
+    return body

@@ -8,7 +8,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from crater_app.api import docs
-from crater_app.api.body import decode_body
+from crater_app.api.body import decode_object
 from crater_app.db.schemas import (
     OperationLogPage,
     PersonalTokenCreated,
@@ -20,17 +20,6 @@ from crater_app.domain.errors import InvalidInput
 from crater_app.services import oplog, projects, tokens
 
 _MISSING: Any = object()
-
-
-async def _object(request: Request, allowed: set[str], what: str) -> dict:
-    """The request body as an object with only ``allowed`` keys (422 naming the first unknown field)."""
-    body = await decode_body(request)
-    if not isinstance(body, dict):
-        raise InvalidInput(f"body must be an object with {what}")
-    unknown = sorted(str(k) for k in set(body) - allowed)
-    if unknown:
-        raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
-    return body
 
 
 def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
@@ -45,7 +34,7 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
               openapi_extra=docs.PROJECT_CREATE_BODY)
     async def create_project(request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Create a project (platform admins): ``{"name", "display_name"?, "description"?, "expires_at"?}``."""
-        body = await _object(request, {"name", "display_name", "description", "expires_at"}, "a name")
+        body = await decode_object(request, {"name", "display_name", "description", "expires_at"}, "a name")
         project = await run_in_threadpool(
             projects.create_project, c, a, body.get("name"), body.get("display_name", ""),
             body.get("description", ""), body.get("expires_at"),
@@ -66,7 +55,7 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
              response_model=ProjectMemberPublic, openapi_extra=docs.MEMBER_ROLE_BODY)
     async def set_member(name: str, username: str, request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Add a member or change their role: ``{"role": "admin"|"member"|"viewer"}`` (platform/project admins)."""
-        body = await _object(request, {"role"}, "a role")
+        body = await decode_object(request, {"role"}, "a role")
         role = body.get("role", _MISSING)
         if role is _MISSING:
             raise InvalidInput("role is required: one of admin, member, viewer", "role")
@@ -84,7 +73,7 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
               openapi_extra=docs.TOKEN_CREATE_BODY)
     async def create_token(request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Create a personal token: ``{"name", "expires_in_days"?: 1..365}``; the secret is in this answer only."""
-        body = await _object(request, {"name", "expires_in_days"}, "a name")
+        body = await decode_object(request, {"name", "expires_in_days"}, "a name")
         created = await run_in_threadpool(
             tokens.create_token, c, a, body.get("name"), body.get("expires_in_days", tokens.DEFAULT_EXPIRY_DAYS)
         )

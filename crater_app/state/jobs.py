@@ -235,26 +235,21 @@ class NewJobState(AppState):
     @rx.var
     def gpu_options(self) -> list[str]:
         """``0 .. n`` where n is the most devices of the chosen model one node has."""
-        for choice in self.accelerators:
-            if choice["model"] == self.model:
-                return [str(n) for n in range(int(choice["max"]) + 1)]
-        return ["0"]
+        return [str(n) for n in range(int(self._chosen("max")) + 1)]
+
+    def _chosen(self, key: str) -> str:
+        """``key`` (``free``/``max``) of the chosen model's accelerator choice, ``"0"`` when none."""
+        return next((c[key] for c in self.accelerators if c["model"] == self.model), "0")
 
     @rx.var
     def model_free(self) -> str:
         """Free devices of the chosen model right now."""
-        for choice in self.accelerators:
-            if choice["model"] == self.model:
-                return choice["free"]
-        return "0"
+        return self._chosen("free")
 
     @rx.var
     def model_max(self) -> str:
         """Devices of the chosen model on the largest node."""
-        for choice in self.accelerators:
-            if choice["model"] == self.model:
-                return choice["max"]
-        return "0"
+        return self._chosen("max")
 
     @rx.var
     def has_accelerators(self) -> bool:
