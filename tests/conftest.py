@@ -91,22 +91,30 @@ def _pg_bin(name: str) -> str | None:
     return candidates[-1] if candidates else None
 
 
+def _retry(probe, timeout: float, interval: float) -> str | None:
+    """Call ``probe()`` until it returns without raising (-> None) or ``timeout`` seconds pass (-> last error)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            probe()
+            return None
+        except Exception as exc:  # noqa: BLE001 - reported in the failure message
+            error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+        if time.monotonic() > deadline:
+            return error
+        time.sleep(interval)
+
+
 def _check_pg(url: str, timeout: float) -> str | None:
     """None when ``url`` answers ``SELECT 1`` within ``timeout`` seconds, else the last error."""
-    deadline = time.monotonic() + timeout
-    error = "not tried"
     engine = create_engine(normalize_url(url), connect_args={"connect_timeout": 3})
+
+    def probe() -> None:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+
     try:
-        while True:
-            try:
-                with engine.connect() as conn:
-                    conn.execute(text("SELECT 1"))
-                return None
-            except Exception as exc:  # noqa: BLE001 - reported in the failure message
-                error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            if time.monotonic() > deadline:
-                return error
-            time.sleep(0.2)
+        return _retry(probe, timeout, 0.2)
     finally:
         engine.dispose()
 
@@ -208,22 +216,17 @@ def db_url(empty_db_url):
 # Redis
 # --------------------------------------------------------------------------------------------------
 def _check_redis(url: str, timeout: float) -> str | None:
+    """None when the Redis at ``url`` answers PING within ``timeout`` seconds, else the last error."""
     import redis
 
-    deadline = time.monotonic() + timeout
-    while True:
+    def probe() -> None:
+        client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
         try:
-            client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
-            try:
-                client.ping()
-            finally:
-                client.close()
-            return None
-        except Exception as exc:  # noqa: BLE001
-            error = f"{type(exc).__name__}: {exc}"
-        if time.monotonic() > deadline:
-            return error
-        time.sleep(0.1)
+            client.ping()
+        finally:
+            client.close()
+
+    return _retry(probe, timeout, 0.1)
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,8 @@ from crater_app.db.schemas import (
     ProjectMemberPublic,
     ProjectPublic,
 )
-from crater_app.domain.errors import InvalidInput
 from crater_app.services import oplog, projects, tokens
 
-_MISSING: Any = object()
 
 
 def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
@@ -56,10 +54,7 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
     async def set_member(name: str, username: str, request: Request, c: Ctx, a: Me) -> JSONResponse:
         """Add a member or change their role: ``{"role": "admin"|"member"|"viewer"}`` (platform/project admins)."""
         body = await decode_object(request, {"role"}, "a role")
-        role = body.get("role", _MISSING)
-        if role is _MISSING:
-            raise InvalidInput("role is required: one of admin, member, viewer", "role")
-        member = await run_in_threadpool(projects.set_member, c, a, name, username, role)
+        member = await run_in_threadpool(projects.set_member, c, a, name, username, body.get("role"))
         return JSONResponse(dump(member))
 
     @app.delete(f"{prefix}/projects/{{name}}/members/{{username}}", tags=["projects"], status_code=204)

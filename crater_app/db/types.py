@@ -17,7 +17,8 @@ class UTCDateTime(TypeDecorator):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect):  # noqa: D102
+    def process_bind_param(self, value: datetime | None, dialect):
+        """Aware datetime -> UTC (naive UTC on SQLite). Raises ``ValueError`` for a naive value."""
         if value is None:
             return None
         if value.tzinfo is None:
@@ -25,7 +26,8 @@ class UTCDateTime(TypeDecorator):
         value = value.astimezone(timezone.utc)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
-    def process_result_value(self, value: datetime | None, dialect):  # noqa: D102
+    def process_result_value(self, value: datetime | None, dialect):
+        """Stored value -> aware UTC datetime."""
         if value is None:
             return None
         if value.tzinfo is None:

@@ -173,7 +173,7 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
         or an admin of the project.
     """
     if role not in PROJECT_ROLES:
-        raise InvalidInput(f"role must be one of {', '.join(PROJECT_ROLES)}", "role")
+        raise InvalidInput(f"role is required and must be one of {', '.join(PROJECT_ROLES)}", "role")
     with ctx.session() as s:
         project = _managed_project(s, actor, project_name)
         user = _target_user(s, username)

@@ -237,9 +237,9 @@ class NewJobState(AppState):
         """``0 .. n`` where n is the most devices of the chosen model one node has."""
         return [str(n) for n in range(int(self._chosen("max")) + 1)]
 
-    def _chosen(self, key: str) -> str:
-        """``key`` (``free``/``max``) of the chosen model's accelerator choice, ``"0"`` when none."""
-        return next((c[key] for c in self.accelerators if c["model"] == self.model), "0")
+    def _chosen(self, key: str, default: str = "0") -> str:
+        """``key`` (``free``/``max``/``resource``) of the chosen model's accelerator choice, ``default`` when none."""
+        return next((c[key] for c in self.accelerators if c["model"] == self.model), default)
 
     @rx.var
     def model_free(self) -> str:
@@ -300,7 +300,7 @@ class NewJobState(AppState):
     async def submit(self, form: dict):
         """Build the spec from the form, submit it, and open the new job."""
         self.error = self.error_field = ""
-        resource = next((c["resource"] for c in self.accelerators if c["model"] == self.model), "nvidia.com/gpu")
+        resource = self._chosen("resource", "nvidia.com/gpu")
         try:
             spec = build_spec(
                 name=str(form.get("name", "")), command=str(form.get("command", "")), command_mode=self.command_mode,
