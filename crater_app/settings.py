@@ -25,6 +25,20 @@ class Settings(BaseSettings):
         loop_interval_s: period of the placement/reconcile loop, seconds.
         lease_ttl_s: seconds a leader lease stays valid without renewal.
         port: the single HTTP port for console and API.
+
+    Governance (issue 3):
+        signup_enabled: local self sign-up on the login page; new accounts wait as ``pending``.
+        default_max_sessions, default_max_accelerators_per_job, default_max_runtime_s: per-user limits when the
+            user has none of their own (``None`` = no limit).
+        approval_gpu_threshold: a job asking for more accelerators than this waits (``Held``) for an approval.
+        auto_extend_max_s, auto_extend_window_s: an extension of ``max_runtime`` by less than
+            ``auto_extend_max_s`` is granted automatically at most once per ``auto_extend_window_s`` per user
+            (Crater's default: 12 h once per 48 h); 0 turns the rule off.
+        billing_enabled: charge points for run time and refuse submissions when balances are exhausted.
+        billing_period: ``month`` (free allowances renew on the first of each month, UTC).
+        oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` empty turns it off; ``oidc_discovery_url``
+            defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
+            ``{"<group>": {"project": "<name>", "role": "member"}}``.
     """
 
     model_config = SettingsConfigDict(env_prefix="CRATER_", extra="ignore")
@@ -41,6 +55,28 @@ class Settings(BaseSettings):
     lease_ttl_s: float = 10.0
     port: int = Field(default=3000, validation_alias="PORT")
     api_url: str = ""
+
+    signup_enabled: bool = False
+    default_max_sessions: int | None = None
+    default_max_accelerators_per_job: int | None = None
+    default_max_runtime_s: int | None = None
+    approval_gpu_threshold: int = 8
+    auto_extend_max_s: int = 12 * 3600
+    auto_extend_window_s: int = 48 * 3600
+    billing_enabled: bool = False
+    billing_period: str = "month"
+
+    oidc_issuer: str = ""
+    oidc_discovery_url: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_scopes: str = "openid profile email"
+    oidc_redirect_url: str = ""
+    oidc_username_claim: str = "preferred_username"
+    oidc_email_claim: str = "email"
+    oidc_groups_claim: str = "groups"
+    oidc_group_mapping: str = "{}"
+    oidc_display_name: str = "Single sign-on"
 
     @property
     def resolved_database_url(self) -> str:

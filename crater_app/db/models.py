@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
-from sqlalchemy import JSON, BigInteger, Column, Index, Text
+from sqlalchemy import JSON, BigInteger, Column, Float, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from crater_app.db.types import UTCDateTime, utcnow
@@ -19,6 +19,7 @@ class User(SQLModel, table=True):
     ``active``/``pending``/``disabled``; ``password_hash`` is an argon2 hash or ``None`` (OIDC-only)."""
 
     __tablename__ = "users"
+    __table_args__ = (Index("uq_users_oidc_identity", "oidc_issuer", "oidc_subject", unique=True),)
     id: Optional[int] = Field(default=None, primary_key=True)
     username: str = Field(max_length=63, unique=True, index=True)
     display_name: str = Field(default="", max_length=128)
@@ -28,6 +29,15 @@ class User(SQLModel, table=True):
     status: str = Field(default="active", max_length=16)
     default_project_id: Optional[int] = Field(default=None, foreign_key="projects.id")
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    # Per-user limits (migration 0004); ``None``: the platform default from settings (itself ``None`` = no limit).
+    max_sessions: Optional[int] = None  # concurrent interactive sessions (jobs of kind ``interactive``)
+    max_accelerators_per_job: Optional[int] = None  # devices of one job
+    max_runtime_s: Optional[int] = None  # the largest ``max_runtime`` a job of this user may ask for, seconds
+    # Billing (migration 0004): points the user holds beyond the projects' periodic free allowance.
+    extra_points: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
+    # OIDC identity (migration 0004): issuer URL + ``sub`` claim; both ``None`` for local accounts.
+    oidc_issuer: Optional[str] = Field(default=None, max_length=255)
+    oidc_subject: Optional[str] = Field(default=None, max_length=255)
 
 
 class Project(SQLModel, table=True):
@@ -42,6 +52,14 @@ class Project(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     # After this instant (UTC) the project is expired; ``None``: it never expires. Migration 0003.
     expires_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    # Quota (migration 0004): resource lists as in JobSpec (name -> quantity string), where a name may carry an
+    # accelerator model after a colon (``"nvidia.com/gpu:NVIDIA-A100-SXM4-80GB"``). ``{}`` for capability means
+    # no ceiling; for guarantee/deserved it means zero. Volcano Queue spec.guarantee/deserved/capability.
+    guarantee: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    deserved: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    capability: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    # Billing (migration 0004): free points each member gets per billing period in this project.
+    member_allowance_points: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
 
 
 class ProjectMember(SQLModel, table=True):
@@ -51,6 +69,9 @@ class ProjectMember(SQLModel, table=True):
     project_id: int = Field(foreign_key="projects.id", primary_key=True)
     user_id: int = Field(foreign_key="users.id", primary_key=True, index=True)
     role: str = Field(default="member", max_length=16)
+    # The member's share inside the project's capability (migration 0004): a resource list like
+    # ``Project.capability``; ``{}`` means no per-member limit.
+    share: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
 
 
 class ApiToken(SQLModel, table=True):
@@ -84,6 +105,8 @@ class Job(SQLModel, table=True):
         Index("ix_jobs_user_id_id", "user_id", "id"),
         Index("ix_jobs_project_id_id", "project_id", "id", "phase", "name"),
         Index("ix_jobs_user_id_phase_id", "user_id", "phase", "id", "name"),
+        # Admission sums the active (Queued/Running) jobs of a project and user (migration 0004).
+        Index("ix_jobs_phase_project_user", "phase", "project_id", "user_id"),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     uid: str = Field(max_length=36, unique=True)
@@ -109,6 +132,18 @@ class Job(SQLModel, table=True):
     started_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     finished_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     resubmitted_from: Optional[int] = None
+    # Migration 0004 (issue 3):
+    kind: str = Field(default="batch", max_length=16)  # ``batch`` or ``interactive`` (counts as a session)
+    preemptible: bool = False  # Crater's "backfill": may be stopped to give a project its deserved share
+    reclaim_lock: bool = False  # approved lock against automatic reclamation
+    # Why the job is not running, machine-readable, for translation: ``reason_code`` (e.g. ``quota``,
+    # ``capacity``, ``queue``, ``approval``, ``billing``) and its parameters; ``reason`` is the English sentence.
+    reason_code: str = Field(default="", max_length=32)
+    reason_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    admitted_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    # Billing: points charged so far and the instant up to which run time has been charged.
+    charged_points: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
+    charged_until: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
 
 
 class JobEvent(SQLModel, table=True):
@@ -151,3 +186,75 @@ class Lease(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=64)
     holder: str = Field(max_length=128)
     expires_at: datetime = Field(sa_type=UTCDateTime)
+
+
+class Approval(SQLModel, table=True):
+    """A request that needs an admin's (or project admin's) decision (migration 0004).
+
+    ``kind``: ``quota`` (more quota for ``project_id``; ``payload`` = {"guarantee"|"deserved"|"capability": list}),
+    ``extend_runtime`` (``job_id``; ``payload`` = {"max_runtime": seconds}), ``reclaim_lock`` (``job_id``),
+    ``large_job`` (``job_id`` held until approved). ``status``: ``pending``/``approved``/``rejected``/``closed``
+    (closed: its target is gone). ``auto``: granted by the auto-approval rule.
+    """
+
+    __tablename__ = "approvals"
+    __table_args__ = (Index("ix_approvals_status_id", "status", "id"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=32)
+    status: str = Field(default="pending", max_length=16)
+    requester_id: int = Field(foreign_key="users.id", index=True)
+    project_id: Optional[int] = Field(default=None, foreign_key="projects.id", index=True)
+    job_id: Optional[int] = Field(default=None, foreign_key="jobs.id", index=True)
+    payload: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    auto: bool = False
+    decided_by: Optional[int] = Field(default=None, foreign_key="users.id")
+    decision_note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    decided_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
+class Notification(SQLModel, table=True):
+    """A message for one user shown in the console (migration 0004): ``kind`` (e.g. ``approval.approved``,
+    ``job.preempted``), ``args`` for translation, ``message`` the English sentence, ``read_at`` once seen."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (Index("ix_notifications_user_id_id", "user_id", "id"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id")
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    kind: str = Field(max_length=64)
+    args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    message: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    read_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
+class BillingPrice(SQLModel, table=True):
+    """Points per hour for one unit of ``resource`` (``cpu``: one core, ``memory``: one GiB, an accelerator:
+    one device), optionally only for accelerator ``model`` (``""`` = every model). Migration 0004."""
+
+    __tablename__ = "billing_prices"
+    __table_args__ = (UniqueConstraint("resource", "model", name="uq_billing_prices_resource_model"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    resource: str = Field(max_length=253)
+    model: str = Field(default="", max_length=128)
+    points_per_hour: float = Field(sa_column=Column(Float, nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class PointLedger(SQLModel, table=True):
+    """One movement of points (migration 0004): ``points`` < 0 is a charge, > 0 a grant. ``source`` is
+    ``allowance`` (the member's free allowance of ``project_id`` in ``period``, e.g. ``2026-11``) or ``extra``
+    (the user's extra balance, mirrored in ``User.extra_points``)."""
+
+    __tablename__ = "point_ledger"
+    __table_args__ = (Index("ix_point_ledger_user_period", "user_id", "period", "project_id"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    user_id: int = Field(foreign_key="users.id")
+    project_id: Optional[int] = Field(default=None, foreign_key="projects.id")
+    job_id: Optional[int] = Field(default=None, foreign_key="jobs.id", index=True)
+    period: str = Field(max_length=16)
+    source: str = Field(max_length=16)
+    points: float = Field(sa_column=Column(Float, nullable=False))
+    note: str = Field(default="", max_length=255)

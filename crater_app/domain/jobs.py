@@ -40,8 +40,12 @@ RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRA
 
 
 class JobPhase(str, enum.Enum):
-    """Lifecycle of a job: ``Queued -> Running -> Succeeded | Failed | Cancelled``."""
+    """Lifecycle of a job: ``[Held ->] Queued -> Running -> Succeeded | Failed | Cancelled``.
 
+    ``Held``: written but not admitted (quota, fair share, approval or billing); not yet given to the backend.
+    """
+
+    HELD = "Held"
     QUEUED = "Queued"
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
@@ -56,6 +60,7 @@ class JobPhase(str, enum.Enum):
 
 TERMINAL_PHASES = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})
 _ALLOWED = {
+    JobPhase.HELD: {JobPhase.QUEUED, JobPhase.FAILED, JobPhase.CANCELLED},
     JobPhase.QUEUED: {JobPhase.RUNNING, JobPhase.FAILED, JobPhase.CANCELLED},
     JobPhase.RUNNING: {JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED},
 }

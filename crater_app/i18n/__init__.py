@@ -1,5 +1,8 @@
 """Console translations: ``en.json`` and ``zh-CN.json`` hold the same keys (pure Python, no Reflex).
 
+An area of the console may keep its strings in ``i18n/<area>/en.json`` and ``i18n/<area>/zh-CN.json``; they are
+merged into the language's table (a key defined twice is an error).
+
 Components look strings up in the state's ``tr`` dict (``t("jobs.title")`` in ``crater_app.ui``);
 state code that builds a sentence uses :func:`translate`.
 """
@@ -19,10 +22,17 @@ _DIR = Path(__file__).resolve().parent
 
 @lru_cache(maxsize=None)
 def _load(lang: str) -> dict[str, str]:
-    with open(_DIR / f"{lang}.json", encoding="utf-8") as fh:
-        data = json.load(fh)
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise ValueError(f"i18n/{lang}.json must be an object of strings")
+    data: dict[str, str] = {}
+    for path in [_DIR / f"{lang}.json", *sorted(_DIR.glob(f"*/{lang}.json"))]:
+        with open(path, encoding="utf-8") as fh:
+            part = json.load(fh)
+        name = path.relative_to(_DIR)
+        if not isinstance(part, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in part.items()):
+            raise ValueError(f"i18n/{name} must be an object of strings")
+        twice = sorted(set(part) & set(data))
+        if twice:
+            raise ValueError(f"i18n/{name} defines keys already defined elsewhere: {', '.join(twice[:5])}")
+        data.update(part)
     return data
 
 

@@ -60,7 +60,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _PHASE_PARAMS = frozenset({"current", "target"})  # phase words in a sentence, translated as phases
-_PHASES = frozenset({"Queued", "Running", "Succeeded", "Failed", "Cancelled"})
+_PHASES = frozenset({"Held", "Queued", "Running", "Succeeded", "Failed", "Cancelled"})
 _STOPPING = re.compile(r"stopping: (?P<inner>.+)", re.DOTALL)
 
 #: The i18n keys of the sentence templates (each exists in every language; tests/unit/test_i18n.py checks).

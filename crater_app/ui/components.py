@@ -8,6 +8,7 @@ from crater_app import i18n
 from crater_app.state import AppState
 
 PHASE_COLORS = (
+    ("Held", "orange"),
     ("Queued", "amber"),
     ("Running", "blue"),
     ("Succeeded", "green"),
@@ -15,6 +16,7 @@ PHASE_COLORS = (
     ("Cancelled", "gray"),
 )
 PHASE_ICONS = (
+    ("Held", "hand"),
     ("Queued", "clock"),
     ("Running", "loader"),
     ("Succeeded", "circle_check"),

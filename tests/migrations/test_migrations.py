@@ -14,7 +14,10 @@ import crater_app.db.models  # noqa: F401 - registers the tables on SQLModel.met
 from crater_app.db.engine import make_engine
 from crater_app.db.migrate import alembic_config, upgrade
 
-TABLES = {"users", "projects", "project_members", "api_tokens", "jobs", "job_events", "operation_logs", "leases"}
+TABLES = {
+    "users", "projects", "project_members", "api_tokens", "jobs", "job_events", "operation_logs", "leases",
+    "approvals", "notifications", "billing_prices", "point_ledger",
+}
 INDEXES = {
     "jobs": {"ix_jobs_name", "ix_jobs_phase_id", "ix_jobs_user_id_id", "ix_jobs_project_id_id"},
     "job_events": {"ix_job_events_job_id"},
@@ -78,3 +81,32 @@ def test_upgrade_is_idempotent_and_downgrade_to_base_works(empty_db_url):
 def test_single_head():
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     assert len(script.get_heads()) == 1, "branches in alembic/versions must be merged"
+
+
+def test_0004_gives_existing_rows_the_defaults(empty_db_url):
+    """Rows written before migration 0004 (governance) get empty quotas, zero points and batch, not preemptible."""
+    upgrade(empty_db_url, "0003")
+    engine = make_engine(empty_db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO projects (id, name, display_name, description, created_at) "
+                              "VALUES (1, 'p', '', '', CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO users (id, username, display_name, email, role, status, created_at, "
+                              "default_project_id) VALUES (1, 'u', '', '', 'user', 'active', CURRENT_TIMESTAMP, 1)"))
+            conn.execute(text("INSERT INTO project_members (project_id, user_id, role) VALUES (1, 1, 'member')"))
+            conn.execute(text(
+                "INSERT INTO jobs (id, uid, name, project_id, user_id, image, command, env, resources, cpu_m, "
+                "memory_bytes, gpus, priority, phase, reason, devices, created_at) VALUES (1, 'x', 'j', 1, 1, 'i', "
+                "'[]', '{}', '{}', 0, 0, 0, 0, 'Succeeded', '', '[]', CURRENT_TIMESTAMP)"))
+        upgrade(empty_db_url)
+        with engine.connect() as conn:
+            job = conn.execute(text("SELECT kind, preemptible, reclaim_lock, reason_code, charged_points FROM jobs")).one()
+            project = conn.execute(text("SELECT capability, member_allowance_points FROM projects")).one()
+            user = conn.execute(text("SELECT extra_points, max_sessions FROM users")).one()
+            share = conn.execute(text("SELECT share FROM project_members")).scalar_one()
+    finally:
+        engine.dispose()
+    assert (job[0], bool(job[1]), bool(job[2]), job[3], job[4]) == ("batch", False, False, "", 0)
+    assert project[0] in ({}, "{}") and project[1] == 0
+    assert user == (0, None)
+    assert share in ({}, "{}")
