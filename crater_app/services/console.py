@@ -2,15 +2,19 @@
 
 The console's job-detail page refreshes the job, its events and its log tail together every couple of
 seconds; :func:`job_view` returns all three in one call (one authorisation check, one round of reads).
+The project page asks :func:`project_view` which controls to show (the services enforce the same rules); the
+operation-log page gets its rows and the action names for its filter from :func:`operation_log_view`.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
+from sqlmodel import select
 
-from crater_app.db.schemas import JobEventPublic, JobPublic
-from crater_app.domain.policy import Actor
-from crater_app.services import jobs
+from crater_app.db.models import Project
+from crater_app.db.schemas import JobEventPublic, JobPublic, OperationLogPage, ProjectPublic
+from crater_app.domain.policy import Actor, can_manage_members
+from crater_app.services import jobs, oplog, projects
 from crater_app.services.context import ServiceContext
 
 
@@ -36,3 +40,49 @@ def job_view(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 6
         events=jobs.job_events(ctx, actor, job_id),
         logs=jobs.job_logs(ctx, actor, job_id, tail_bytes=tail_bytes),
     )
+
+
+class ProjectView(BaseModel):
+    """A project as :func:`crater_app.services.projects.get_project` returns it, plus ``can_manage``: whether the
+    caller may add members, change their roles and remove them (``domain.policy.can_manage_members``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: ProjectPublic
+    can_manage: bool
+
+
+def project_view(ctx: ServiceContext, actor: Actor, name: object) -> ProjectView:
+    """The project ``name`` for its console page.
+
+    Raises:
+        InvalidInput: ``name`` is not a DNS-1123 label. NotFound: no such project, or the caller is neither a
+        member nor a platform admin.
+    """
+    project = projects.get_project(ctx, actor, name)
+    with ctx.session(read_only=True) as s:
+        project_id = s.exec(select(Project.id).where(Project.name == project.name)).one()
+    return ProjectView(project=project, can_manage=can_manage_members(actor, project_id))
+
+
+class OperationLogView(BaseModel):
+    """One page of the operation log and every ``action`` name present in it (for the action filter)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: OperationLogPage
+    actions: list[str]
+
+
+def operation_log_view(
+    ctx: ServiceContext, actor: Actor, who: str | None = None, action: str | None = None, target: str | None = None,
+    since: object = None, until: object = None, page: int = 1, page_size: int = 50,
+) -> OperationLogView:
+    """The operation-log page (filters and limits as :func:`crater_app.services.oplog.list_logs`, ``who`` being
+    its ``actor`` filter) with :func:`crater_app.services.oplog.list_actions`.
+
+    Raises:
+        Forbidden: not a platform admin. InvalidInput: a bad filter, page or page size (field named).
+    """
+    found = oplog.list_logs(ctx, actor, who, action, target, since, until, page, page_size)
+    return OperationLogView(page=found, actions=oplog.list_actions(ctx, actor))

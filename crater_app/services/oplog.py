@@ -99,6 +99,19 @@ def list_logs(
         return OperationLogPage(items=[_public(r) for r in rows], total=total, page=page, page_size=page_size)
 
 
+def list_actions(ctx: ServiceContext, who: Actor) -> list[str]:
+    """The distinct ``action`` names present in the log, sorted (for the console's action filter; platform
+    admins only). Reads the ``(action, at)`` index.
+
+    Raises:
+        Forbidden: not a platform admin.
+    """
+    if not can_read_operation_log(who):
+        raise Forbidden("only platform admins may read the operation log")
+    with ctx.session(read_only=True) as s:
+        return list(s.exec(select(OperationLog.action).distinct().order_by(OperationLog.action)).all())
+
+
 def _cell(value: object) -> str:
     """A CSV cell; text that a spreadsheet would run as a formula (``= + - @``, tab, CR) gets a leading ``'``."""
     text = value.isoformat() if hasattr(value, "isoformat") else str(value)

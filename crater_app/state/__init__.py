@@ -5,5 +5,11 @@ from crater_app.state.auth import LoginState
 from crater_app.state.base import AppState
 from crater_app.state.jobs import JobDetailState, JobsState, NewJobState
 from crater_app.state.nodes import NodesState
+from crater_app.state.oplog import OperationLogState
+from crater_app.state.projects import ProjectDetailState, ProjectsState
+from crater_app.state.tokens import TokensState
 
-__all__ = ["AppState", "AdminUsersState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState"]
+__all__ = [
+    "AppState", "AdminUsersState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState",
+    "OperationLogState", "ProjectDetailState", "ProjectsState", "TokensState",
+]

@@ -212,8 +212,14 @@ def navbar(active: str) -> rx.Component:
                 rx.hstack(
                     _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
                     _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
+                    _nav_link(t("nav.projects"), "/projects", "folder_kanban", active == "projects", "projects"),
+                    _nav_link(t("nav.tokens"), "/tokens", "key_round", active == "tokens", "tokens"),
                     rx.cond(AppState.is_admin,
-                            _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin")),
+                            rx.fragment(
+                                _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin"),
+                                _nav_link(t("nav.oplog"), "/admin/operation-logs", "scroll_text", active == "oplog",
+                                          "oplog"),
+                            )),
                     align="center",
                     spacing=rx.breakpoints(initial="1", sm="2"),
                 ),

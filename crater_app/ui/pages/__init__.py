@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.state import AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState
+from crater_app.state import (
+    AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState, OperationLogState,
+    ProjectDetailState, ProjectsState, TokensState,
+)
 from crater_app.ui.pages.admin_users import admin_users_page
 from crater_app.ui.pages.job_detail import job_detail_page
 from crater_app.ui.pages.job_new import new_job_page
@@ -12,6 +15,10 @@ from crater_app.ui.pages.jobs import jobs_page
 from crater_app.ui.pages.login import login
 from crater_app.ui.pages.nodes import nodes_page
 from crater_app.ui.pages.not_found import not_found_page
+from crater_app.ui.pages.operation_log import operation_log_page
+from crater_app.ui.pages.project_detail import project_detail_page
+from crater_app.ui.pages.projects import projects_page
+from crater_app.ui.pages.tokens import tokens_page
 
 TITLE = "Crater"
 
@@ -30,5 +37,9 @@ def register(app: rx.App) -> None:
     app.add_page(job_detail_page, route="/jobs/[id]", title=TITLE, on_load=JobDetailState.load)
     app.add_page(nodes_page, route="/nodes", title=TITLE, on_load=NodesState.load)
     app.add_page(admin_users_page, route="/admin/users", title=TITLE, on_load=AdminUsersState.load)
+    app.add_page(projects_page, route="/projects", title=TITLE, on_load=ProjectsState.load)
+    app.add_page(project_detail_page, route="/projects/[project_name]", title=TITLE, on_load=ProjectDetailState.load)
+    app.add_page(tokens_page, route="/tokens", title=TITLE, on_load=TokensState.load)
+    app.add_page(operation_log_page, route="/admin/operation-logs", title=TITLE, on_load=OperationLogState.load)
     # Reflex's custom 404 page: the "404" route is what unknown paths render (App._prepare_page in reflex/app.py).
     app.add_page(not_found_page, route="404", title=f"404 · {TITLE}")

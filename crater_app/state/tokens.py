@@ -1,0 +1,130 @@
+"""/tokens: the signed-in user's personal API tokens (create, shown once; list; revoke)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.services import tokens
+from crater_app.state import governance_views as gv
+from crater_app.state.base import AppState
+from crater_app.state.forms import FormError
+from crater_app.state.governance_forms import token_form
+
+TOKEN_FIELDS = ("name", "expires_in_days")
+#: copies the value of the secret's input (``#token-secret``); the secret never travels in an event
+COPY_SECRET_JS = (
+    "(() => { const el = document.getElementById('token-secret'); if (!el) return; el.select();"
+    " if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(el.value); }"
+    " else { document.execCommand('copy'); } })()"
+)
+
+
+class TokensState(AppState):
+    """The token list, the create form, the one-time secret dialog and the revoke confirmation.
+
+    The secret is held in ``secret`` only while its dialog is open (it has to reach the browser to be shown);
+    closing the dialog clears it, and the service keeps only its SHA-256.
+    """
+
+    rows: list[dict[str, str]] = []
+    error: str = ""
+    error_field: str = ""
+    loaded: bool = False
+    creating: bool = False
+    form_key: int = 0
+    secret: str = ""
+    secret_name: str = ""
+    #: the token waiting for the revoke confirmation: ``{"id", "name"}`` (empty when the dialog is closed)
+    confirm_revoke: dict[str, str] = {}
+
+    @rx.var
+    def form_error(self) -> str:
+        """An error not tied to one of the form's fields."""
+        return self.error if self.error_field not in TOKEN_FIELDS else ""
+
+    @rx.var
+    def active_count(self) -> int:
+        """Tokens that still work."""
+        return sum(1 for r in self.rows if r.get("status") == "active")
+
+    async def _list(self):
+        found, stop = await self.guarded(tokens.list_tokens)
+        if found is None:
+            return stop
+        self.rows = [gv.token_row(t) for t in found]
+        return None
+
+    @rx.event
+    async def load(self):
+        """on_load: list the caller's tokens."""
+        self.error = self.error_field = ""
+        self.secret = self.secret_name = ""
+        self.confirm_revoke = {}
+        self.creating = False
+        stop = await self._list()
+        self.loaded = True
+        return stop
+
+    @rx.event
+    async def create(self, form: dict):
+        """Create a token and open the dialog that shows its secret this once."""
+        self.error = self.error_field = ""
+        try:
+            name, days = token_form(form)
+        except FormError as exc:
+            self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field
+            return
+        self.creating = True
+        yield
+        created, stop = await self.guarded(tokens.create_token, name, days)
+        self.creating = False
+        if created is None:
+            if stop is not None:
+                yield stop
+            return
+        self.secret, self.secret_name = created.access_token, created.name
+        self.form_key += 1
+        yield await self._list()
+
+    @rx.event
+    def set_secret_open(self, is_open: bool) -> None:
+        """Closing the secret dialog forgets the secret for good."""
+        if not is_open:
+            self.secret = self.secret_name = ""
+
+    @rx.event
+    def close_secret(self) -> None:
+        """The "I have copied it" button."""
+        self.secret = self.secret_name = ""
+
+    @rx.event
+    def copy_secret(self):
+        """Copy the secret (from its input on the page) to the clipboard; where the page is not a secure context
+        (plain http to a host other than localhost) the browser's older copy command is used instead."""
+        return [rx.call_script(COPY_SECRET_JS), rx.toast.success(self.msg("tokens.copied"))]
+
+    @rx.event
+    def ask_revoke(self, token_id: str, name: str) -> None:
+        """Open the confirmation for revoking token ``token_id``."""
+        self.error = self.error_field = ""
+        self.confirm_revoke = {"id": token_id, "name": name}
+
+    @rx.event
+    def set_revoke_open(self, is_open: bool) -> None:
+        """Closing the confirmation forgets the pending revocation."""
+        if not is_open:
+            self.confirm_revoke = {}
+
+    @rx.event
+    async def revoke(self):
+        """Revoke the token waiting for confirmation."""
+        pending, self.confirm_revoke = self.confirm_revoke, {}
+        raw = pending.get("id", "")
+        if not raw.isdigit() or len(raw) > 18:
+            return None
+        self.error = self.error_field = ""
+        done, stop = await self.guarded(tokens.revoke_token, int(raw))
+        if done is None:
+            return stop
+        stop = await self._list()
+        return stop or rx.toast.success(self.msg("tokens.revoked", name=done.name))

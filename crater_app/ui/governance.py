@@ -1,0 +1,122 @@
+"""Components shared by the projects, API-token and operation-log pages: project-role and expiry badges, an
+error line under a form field, a confirmation dialog driven by state, the admins-only notice and the pager."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from crater_app.ui.components import t, t_dynamic
+
+PROJECT_ROLE_COLORS = (("admin", "crimson"), ("member", "indigo"), ("viewer", "gray"))
+EXPIRY_COLORS = (("expired", "red"), ("soon", "amber"), ("active", "green"), ("never", "gray"))
+EXPIRY_ICONS = (("expired", "calendar_x"), ("soon", "calendar_clock"), ("active", "calendar_check"),
+                ("never", "infinity"))
+
+
+def t_format(key: str, **params: rx.Var | str) -> rx.Var:
+    """The text for ``key`` with its ``{name}`` placeholders filled in the browser from ``params`` (Vars)."""
+    text = t(key).to(str)
+    for name, value in params.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
+def project_role_badge(role: rx.Var, **props) -> rx.Component:
+    """A project-role badge (admin / member / viewer), translated; the role word stays in ``data-role``."""
+    return rx.badge(
+        t_dynamic("project.role.", role),
+        color_scheme=rx.match(role, *PROJECT_ROLE_COLORS, "gray"),
+        variant="soft",
+        custom_attrs={"data-role": role},
+        **props,
+    )
+
+
+def expiry_badge(row: rx.Var, **props) -> rx.Component:
+    """A project's expiry state (``row["expiry"]``: never / active / soon / expired) as a colored badge; "soon"
+    and "active" say how many days are left (``row["days_left"]``)."""
+    state = row["expiry"]
+    return rx.badge(
+        rx.match(state, *[(s, rx.icon(icon, size=12)) for s, icon in EXPIRY_ICONS], rx.fragment()),
+        rx.match(
+            state,
+            ("expired", t("expiry.expired")),
+            ("never", t("expiry.never")),
+            t_format("expiry.days_left", days=row["days_left"]),
+        ),
+        color_scheme=rx.match(state, *EXPIRY_COLORS, "gray"),
+        variant=rx.cond(state == "expired", "solid", "soft"),
+        radius="full",
+        custom_attrs={"data-expiry": state},
+        class_name="expiry-badge",
+        **props,
+    )
+
+
+def field_error(error: rx.Var, error_field: rx.Var, name: str, id: str) -> rx.Component:
+    """The page's error, in red under the field ``name``, when the error names that field."""
+    return rx.cond(
+        (error_field == name) & (error != ""),
+        rx.hstack(
+            rx.icon("circle_alert", size=14, color=rx.color("red", 11), flex_shrink="0"),
+            rx.text(error, size="1", color=rx.color("red", 11)),
+            spacing="1",
+            align="center",
+            id=id,
+            role="alert",
+            class_name="field-error",
+        ),
+    )
+
+
+def confirm_dialog(*, open: rx.Var, on_open_change, title: rx.Var, text: rx.Component, confirm: rx.Var,
+                   on_confirm, confirm_id: str, icon: str = "trash_2") -> rx.Component:
+    """A confirmation dialog opened by state (``open``); Back closes it through ``on_open_change(False)``."""
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title(title),
+            rx.alert_dialog.description(text, size="2"),
+            rx.hstack(
+                rx.alert_dialog.cancel(rx.button(t("common.back"), variant="soft", color_scheme="gray")),
+                rx.alert_dialog.action(rx.button(rx.icon(icon, size=14), confirm, color_scheme="red",
+                                                 on_click=on_confirm, id=confirm_id)),
+                spacing="3",
+                justify="end",
+                margin_top="var(--space-4)",
+            ),
+            max_width="460px",
+        ),
+        open=open,
+        on_open_change=on_open_change,
+    )
+
+
+def admins_only(text: rx.Var, id: str) -> rx.Component:
+    """The notice shown instead of an admins-only page."""
+    return rx.callout.root(
+        rx.callout.icon(rx.icon("shield_alert")),
+        rx.callout.text(text),
+        color_scheme="amber",
+        size="2",
+        id=id,
+    )
+
+
+def pager(state, id: str) -> rx.Component:
+    """Rows shown / total and previous/next page buttons for a state with ``range_start``, ``range_end``,
+    ``total``, ``page``, ``page_count``, ``prev_page`` and ``next_page``."""
+    return rx.hstack(
+        rx.text(t("pager.rows"), " ", state.range_start, "–", state.range_end, " / ", state.total,
+                size="2", color_scheme="gray", id=id),
+        rx.spacer(),
+        rx.icon_button(rx.icon("chevron_left", size=16), variant="soft", color_scheme="gray",
+                       disabled=state.page <= 1, on_click=state.prev_page, aria_label=t("pager.prev"),
+                       id=f"{id}-prev"),
+        rx.text(state.page, " / ", state.page_count, size="2"),
+        rx.icon_button(rx.icon("chevron_right", size=16), variant="soft", color_scheme="gray",
+                       disabled=state.page >= state.page_count, on_click=state.next_page,
+                       aria_label=t("pager.next"), id=f"{id}-next"),
+        align="center",
+        width="100%",
+        spacing="3",
+    )
