@@ -122,10 +122,12 @@ def or_empty(value: rx.Var, component: rx.Component | None = None) -> rx.Compone
     return rx.cond(value != "", component if component is not None else rx.text(value, as_="span"), empty_mark())
 
 
-def _nav_link(label: rx.Var, href: str, icon: str, active: bool, key: str) -> rx.Component:
+def _nav_link(label: rx.Var, href: str, icon: str, active: bool, key: str, **props) -> rx.Component:
+    # Labels from ``md`` (1024 px) up: below that the six sections of an admin's bar are icons (with a tooltip
+    # and an accessible name), which keeps the bar on one line down to 390 px.
     return rx.link(
         rx.hstack(rx.icon(icon, size=16),
-                  rx.text(label, size="2", weight="medium", display=wide_only()),
+                  rx.text(label, size="2", weight="medium", display=rx.breakpoints(initial="none", md="inline")),
                   spacing="2", align="center"),
         href=href,
         underline="none",
@@ -139,6 +141,7 @@ def _nav_link(label: rx.Var, href: str, icon: str, active: bool, key: str) -> rx
         background_color=rx.color("accent", 3) if active else "transparent",
         _hover={"background_color": rx.color("gray", 3), "color": rx.color("gray", 12)},
         id=f"nav-{key}",
+        **props,
     )
 
 
@@ -183,6 +186,9 @@ def user_menu() -> rx.Component:
                 padding_y="var(--space-2)",
             ),
             rx.menu.separator(),
+            rx.menu.item(rx.icon("key_round", size=14), t("nav.tokens"), on_click=rx.redirect("/tokens"),
+                         id="menu-tokens"),
+            rx.menu.separator(),
             rx.menu.item(rx.icon("log_out", size=14), t("nav.sign_out"), on_click=AppState.sign_out, color="red",
                          id="sign-out"),
             align="end",
@@ -213,7 +219,9 @@ def navbar(active: str) -> rx.Component:
                     _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
                     _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
                     _nav_link(t("nav.projects"), "/projects", "folder_kanban", active == "projects", "projects"),
-                    _nav_link(t("nav.tokens"), "/tokens", "key_round", active == "tokens", "tokens"),
+                    # Phones reach the tokens through the user menu (the bar has no room for a sixth icon).
+                    _nav_link(t("nav.tokens"), "/tokens", "key_round", active == "tokens", "tokens",
+                              display=wide_only("block")),
                     rx.cond(AppState.is_admin,
                             rx.fragment(
                                 _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin"),

@@ -5,7 +5,6 @@ reasons, and the status-sentence templates of ``crater_app/state/messages.py``).
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from pathlib import Path
@@ -14,18 +13,18 @@ import pytest
 
 from crater_app import i18n
 from crater_app.domain.jobs import JobPhase
-from crater_app.domain.policy import PLATFORM_ROLES, USER_STATUSES
+from crater_app.domain.policy import PLATFORM_ROLES, PROJECT_ROLES, USER_STATUSES
 from crater_app.state import messages
 
 PKG = Path(i18n.__file__).resolve().parent.parent
 LANGS = ("en", "zh-CN")
 # t("key"), self.msg("key", ...), FormError("key", ...), t(f"prefix.{x}")
-USE = re.compile(r"""\b(?:t|msg|FormError|translate)\(\s*(f?)(["'])([^"']+)\2""")
+USE = re.compile(r"""\b(?:t|t_format|msg|FormError|translate)\(\s*(f?)(["'])([^"']+)\2""")
 
 
 def _load(lang: str) -> dict[str, str]:
-    with open(PKG / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
-        return json.load(fh)
+    """The language's whole table: ``i18n/<lang>.json`` merged with every area's ``i18n/<area>/<lang>.json``."""
+    return dict(i18n.messages(lang))
 
 
 def _used_keys() -> tuple[set[str], set[str]]:
@@ -66,6 +65,7 @@ def test_every_key_used_by_the_console_exists():
         "status.": list(USER_STATUSES),
         "lang.": list(i18n.LANGUAGES),
         "reason.": list(messages.KNOWN_REASONS),
+        "project.role.": list(PROJECT_ROLES),
     }
     assert prefixes <= set(families), prefixes - set(families)
     missing = [prefix + member for prefix, members in families.items() for member in members if prefix + member not in en]

@@ -7,7 +7,7 @@ import reflex as rx
 from crater_app.state import OperationLogState
 from crater_app.state.oplog import ANY_ACTION
 from crater_app.ui.components import (
-    MONO, error_callout, field, loading, or_empty, page_header, role_badge, shell, t, wide_only,
+    MONO, error_callout, field, loading, narrow_only, or_empty, page_header, role_badge, shell, t, wide_only,
 )
 from crater_app.ui.governance import admins_only, field_error, pager
 
@@ -97,9 +97,17 @@ def _row(entry: rx.Var) -> rx.Component:
                       rx.box(_actor_role(entry["actor_role"]), display=wide_only("block")),
                       spacing="2", align="center", wrap="wrap"),
         ),
-        rx.table.cell(rx.code(entry["action"], variant="soft", size="1", white_space="nowrap"),
-                      class_name="oplog-action"),
-        rx.table.cell(rx.text(entry["target"], size="2", font_family=MONO, word_break="break-all")),
+        rx.table.cell(
+            rx.vstack(
+                rx.code(entry["action"], variant="soft", size="1", word_break="break-all"),
+                # Phones have no target column: the target goes under the action.
+                rx.text(entry["target"], size="1", font_family=MONO, word_break="break-all",
+                        display=narrow_only("block")),
+                spacing="1",
+            ),
+            class_name="oplog-action",
+        ),
+        rx.table.cell(rx.text(entry["target"], size="2", font_family=MONO, word_break="break-all"), **WIDE_CELL),
         rx.table.cell(_result_badge(entry["result"]), **WIDE_CELL),
         rx.table.cell(rx.text(or_empty(entry["details"]), size="1", color_scheme="gray", word_break="break-word",
                               max_width="360px"), **WIDE_CELL),
@@ -120,7 +128,7 @@ def _table() -> rx.Component:
                             rx.table.column_header_cell(t("oplog.col.at"), white_space="nowrap"),
                             rx.table.column_header_cell(t("oplog.col.actor")),
                             rx.table.column_header_cell(t("oplog.col.action")),
-                            rx.table.column_header_cell(t("oplog.col.target")),
+                            rx.table.column_header_cell(t("oplog.col.target"), **WIDE_CELL),
                             rx.table.column_header_cell(t("oplog.col.result"), **WIDE_CELL),
                             rx.table.column_header_cell(t("oplog.col.details"), **WIDE_CELL),
                         )),

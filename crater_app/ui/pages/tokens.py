@@ -42,7 +42,7 @@ def _create_form() -> rx.Component:
                         flex="1",
                         min_width="160px",
                     ),
-                    gap="4",
+                    spacing="4",
                     wrap="wrap",
                     width="100%",
                 ),
