@@ -8,6 +8,7 @@ hiding a page or redirecting to /login protects nothing by itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Callable, TypeVar
 
 import reflex as rx
@@ -88,7 +89,7 @@ class AppState(rx.State):
         self.remember(actor)
         return result
 
-    async def guarded(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, Any]:
+    async def _guarded(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, Any]:
         """One service call (see :meth:`call`) with the usual error handling of a page handler.
 
         Returns:
@@ -105,6 +106,12 @@ class AppState(rx.State):
             if hasattr(type(self), "error_field"):
                 self.error_field = exc.field or ""
             return None, None
+
+    # Reflex turns every public function of a state class into an event handler, and an inherited handler runs
+    # bound to the state that defines it (here AppState, see EventHandler.__get__ in reflex_base.event), where a
+    # page's ``error`` var does not exist. A partialmethod is no function (no ``__code__``), so Reflex leaves it
+    # alone and Python binds it to the page state that calls it; it cannot be sent as an event from the browser.
+    guarded = functools.partialmethod(_guarded)
 
     def signed_out(self):
         """Forget the identity and send the browser to /login (coming back here after signing in)."""
