@@ -227,3 +227,20 @@ def test_console_area_strings_exist_in_both_languages():
     assert untranslated == ["tokens.name.placeholder"]
     families = [f"project.role.{r}" for r in PROJECT_ROLES] + [f"token.status.{s}" for s in gv.TOKEN_STATUSES]
     assert [k for k in families if k not in en] == []
+
+
+# ---- the page states' shared helper ---------------------------------------------------------------------------
+
+
+def test_guarded_runs_on_the_calling_page_state():
+    """Reflex makes each public state function an event handler bound to the state defining it, so an inherited
+    ``guarded`` would write the page's ``error`` onto AppState, where the page never shows it. It must stay a
+    plain method of whichever page state calls it (and not be an event the browser can send)."""
+    import functools
+
+    from crater_app import state
+
+    assert isinstance(state.AppState.__dict__["guarded"], functools.partialmethod)
+    for name in state.__all__:
+        cls = getattr(state, name)
+        assert "guarded" not in cls.event_handlers and "_guarded" not in cls.event_handlers, name
