@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import reflex as rx
 
 from crater_app.services import tokens
@@ -11,19 +13,24 @@ from crater_app.state.forms import FormError
 from crater_app.state.governance_forms import token_form
 
 TOKEN_FIELDS = ("name", "expires_in_days")
-#: copies the value of the secret's input (``#token-secret``); the secret never travels in an event
-COPY_SECRET_JS = (
-    "(() => { const el = document.getElementById('token-secret'); if (!el) return; el.select();"
-    " if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(el.value); }"
-    " else { document.execCommand('copy'); } })()"
-)
+
+
+def fill_secret_script(secret: str) -> str:
+    """JavaScript that writes ``secret`` into the dialog's ``#token-secret`` input once React has mounted it
+    (it retries on each animation frame for about two seconds), then selects it."""
+    return (
+        "(function fill(n) { const el = document.getElementById('token-secret');"
+        f" if (el) {{ el.value = {json.dumps(secret)}; el.dataset.filled = 'true'; el.select(); }}"
+        " else if (n > 0) { requestAnimationFrame(() => fill(n - 1)); } })(120)"
+    )
 
 
 class TokensState(AppState):
     """The token list, the create form, the one-time secret dialog and the revoke confirmation.
 
-    The secret is held in ``secret`` only while its dialog is open (it has to reach the browser to be shown);
-    closing the dialog clears it, and the service keeps only its SHA-256.
+    The secret never enters this state (which Reflex keeps in Redis between events): the create handler sends it
+    once to the browser in a script that writes it into the dialog's input (:func:`fill_secret_script`); closing
+    the dialog unmounts the input, and the service keeps only its SHA-256.
     """
 
     rows: list[dict[str, str]] = []
@@ -32,7 +39,8 @@ class TokensState(AppState):
     loaded: bool = False
     creating: bool = False
     form_key: int = 0
-    secret: str = ""
+    #: the dialog showing a new token's secret is open (for the token named ``secret_name``)
+    secret_open: bool = False
     secret_name: str = ""
     #: the token waiting for the revoke confirmation: ``{"id", "name"}`` (empty when the dialog is closed)
     confirm_revoke: dict[str, str] = {}
@@ -58,7 +66,7 @@ class TokensState(AppState):
     async def load(self):
         """on_load: list the caller's tokens."""
         self.error = self.error_field = ""
-        self.secret = self.secret_name = ""
+        self.secret_open, self.secret_name = False, ""
         self.confirm_revoke = {}
         self.creating = False
         stop = await self._list()
@@ -82,26 +90,21 @@ class TokensState(AppState):
             if stop is not None:
                 yield stop
             return
-        self.secret, self.secret_name = created.access_token, created.name
+        self.secret_open, self.secret_name = True, created.name
         self.form_key += 1
+        yield rx.call_script(fill_secret_script(created.access_token))
         yield await self._list()
 
     @rx.event
     def set_secret_open(self, is_open: bool) -> None:
-        """Closing the secret dialog forgets the secret for good."""
+        """Closing the secret dialog (Escape) drops the secret from the page for good."""
         if not is_open:
-            self.secret = self.secret_name = ""
+            self.secret_open, self.secret_name = False, ""
 
     @rx.event
     def close_secret(self) -> None:
         """The "I have copied it" button."""
-        self.secret = self.secret_name = ""
-
-    @rx.event
-    def copy_secret(self):
-        """Copy the secret (from its input on the page) to the clipboard; where the page is not a secure context
-        (plain http to a host other than localhost) the browser's older copy command is used instead."""
-        return [rx.call_script(COPY_SECRET_JS), rx.toast.success(self.msg("tokens.copied"))]
+        self.secret_open, self.secret_name = False, ""
 
     @rx.event
     def ask_revoke(self, token_id: str, name: str) -> None:

@@ -155,10 +155,11 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     secret_box = page.locator("#token-secret")
     expect(secret_box).to_be_visible()
     expect(page.locator("#token-secret-warning")).to_contain_text("will not be shown again")
+    expect(secret_box).to_have_attribute("data-filled", "true")  # written by a script: it is not console state
     secret = secret_box.input_value()
     assert len(secret) >= 32, secret
     page.click("#copy-token")
-    assert page.evaluate("navigator.clipboard.readText()") == secret
+    page.wait_for_function("s => navigator.clipboard.readText().then(t => t === s)", arg=secret)
     status, listed = _api(console, "GET", "/api/v1/tokens", token=secret)
     assert status == 200 and [t["name"] for t in listed] == ["alice-cli"], listed  # type: ignore[union-attr]
     page.click("#token-secret-done")

@@ -244,3 +244,11 @@ def test_guarded_runs_on_the_calling_page_state():
     for name in state.__all__:
         cls = getattr(state, name)
         assert "guarded" not in cls.event_handlers and "_guarded" not in cls.event_handlers, name
+
+
+def test_fill_secret_script_quotes_the_secret():
+    from crater_app.state.tokens import fill_secret_script
+
+    script = fill_secret_script("crt_x'\"</script>\\")
+    assert json.dumps("crt_x'\"</script>\\") in script
+    assert script.count("token-secret") == 1 and script.endswith("(120)")

@@ -12,6 +12,13 @@ from crater_app.ui.governance import confirm_dialog, field_error, t_format
 
 WIDE_CELL = {"display": wide_only("table-cell")}
 STATUS_COLORS = (("active", "green"), ("expired", "gray"), ("revoked", "red"))
+#: copies the secret from its input, in the browser (no round trip: the click's user activation still holds);
+#: where the page is not a secure context (plain http to a host other than localhost) the older copy command is used
+COPY_SECRET_JS = (
+    "(() => { const el = document.getElementById('token-secret'); if (!el) return; el.select();"
+    " if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(el.value); }"
+    " else { document.execCommand('copy'); } })()"
+)
 
 
 def _create_form() -> rx.Component:
@@ -181,10 +188,11 @@ def _secret_dialog() -> rx.Component:
                     id="token-secret-warning",
                 ),
                 rx.hstack(
-                    rx.input(value=TokensState.secret, read_only=True, id="token-secret", font_family=MONO,
+                    # Uncontrolled: the create handler's script writes the secret into it (it is not state).
+                    rx.input(read_only=True, id="token-secret", font_family=MONO,
                              width="100%", aria_label=t("tokens.secret.title"),
                              on_focus=rx.call_script("document.getElementById('token-secret').select()")),
-                    rx.button(rx.icon("copy", size=16), t("tokens.copy"), on_click=TokensState.copy_secret,
+                    rx.button(rx.icon("copy", size=16), t("tokens.copy"), on_click=[rx.call_script(COPY_SECRET_JS), rx.toast.success(t("tokens.copied"))],
                               id="copy-token"),
                     width="100%",
                     spacing="2",
@@ -204,7 +212,7 @@ def _secret_dialog() -> rx.Component:
             on_pointer_down_outside=rx.prevent_default,
             on_interact_outside=rx.prevent_default,
         ),
-        open=TokensState.secret != "",
+        open=TokensState.secret_open,
         on_open_change=TokensState.set_secret_open,
     )
 
