@@ -163,14 +163,14 @@ def _table() -> rx.Component:
 
 def _export_button() -> rx.Component:
     return rx.cond(
-        S.forbidden,
+        S.forbidden | ~S.loaded,
         rx.fragment(),
         rx.button(
             rx.cond(S.exporting, rx.spinner(size="2"), rx.icon("download", size=16)),
             t("oplog.export"),
             variant="soft",
             on_click=S.export_csv,
-            disabled=S.exporting | ~S.loaded,
+            disabled=S.exporting,
             id="oplog-export",
         ),
     )
