@@ -20,7 +20,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, JobEvent, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import leases
+from crater_app.services import approvals, leases
 from crater_app.services.context import ServiceContext
 from crater_app.services.jobs import workload_of
 
@@ -162,7 +162,8 @@ class LeaderLoop:
     """Runs backend placement and reconciliation in the one process that holds the lease.
 
     Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
-    re-adopt running workloads and repair; then ``backend.tick()`` and ``Reconciler.sync()``; then sleep
+    re-adopt running workloads and repair; then ``backend.tick()``, ``Reconciler.sync()`` and
+    ``approvals.close_orphans()``; then sleep
     ``loop_interval_s`` or until ``ctx.kick`` is set.
     """
 
@@ -198,6 +199,8 @@ class LeaderLoop:
                 refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
+        # Requests whose job ended (or project expired) are closed: one indexed query, usually empty.
+        approvals.close_orphans(self.ctx)
 
     def run(self) -> None:
         """Loop until :meth:`stop`; errors are logged and the loop goes on.
