@@ -1,9 +1,10 @@
 """Reflex state for the console (thin: one service call per handler; plain values only)."""
 
 from crater_app.state.admin import AdminUsersState
+from crater_app.state.approvals import ApprovalsState, NotificationsState
 from crater_app.state.auth import LoginState
 from crater_app.state.base import AppState
 from crater_app.state.jobs import JobDetailState, JobsState, NewJobState
 from crater_app.state.nodes import NodesState
 
-__all__ = ["AppState", "AdminUsersState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState"]
+__all__ = ["AppState", "AdminUsersState", "ApprovalsState", "NotificationsState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState"]

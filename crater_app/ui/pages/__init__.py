@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.state import AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState
+from crater_app.state import (
+    AdminUsersState, ApprovalsState, JobDetailState, JobsState, LoginState, NewJobState, NodesState,
+)
 from crater_app.ui.pages.admin_users import admin_users_page
+from crater_app.ui.pages.approvals import approvals_page
 from crater_app.ui.pages.job_detail import job_detail_page
 from crater_app.ui.pages.job_new import new_job_page
 from crater_app.ui.pages.jobs import jobs_page
@@ -29,6 +32,7 @@ def register(app: rx.App) -> None:
     app.add_page(new_job_page, route="/jobs/new", title=TITLE, on_load=NewJobState.load)
     app.add_page(job_detail_page, route="/jobs/[id]", title=TITLE, on_load=JobDetailState.load)
     app.add_page(nodes_page, route="/nodes", title=TITLE, on_load=NodesState.load)
+    app.add_page(approvals_page, route="/approvals", title=TITLE, on_load=ApprovalsState.load)
     app.add_page(admin_users_page, route="/admin/users", title=TITLE, on_load=AdminUsersState.load)
     # Reflex's custom 404 page: the "404" route is what unknown paths render (App._prepare_page in reflex/app.py).
     app.add_page(not_found_page, route="404", title=f"404 · {TITLE}")
