@@ -24,10 +24,10 @@ Rules (the permission checks are in :mod:`crater_app.domain.policy`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from sqlalchemy import and_, func, or_, update
+from sqlalchemy import and_, bindparam, func, or_, update
 from sqlmodel import Session, select
 
-from crater_app.db.models import Approval, Job, JobEvent, Project, User
+from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
 from crater_app.db.schemas import ApprovalPage, ApprovalPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.approvals import (
@@ -143,8 +143,11 @@ def list_approvals(
             visible = [Approval.requester_id == actor.user_id]
             admin_of = approval_projects(actor)
             if admin_of:
-                stmt = stmt.outerjoin(Job, Job.id == Approval.job_id)
-                visible.append(func.coalesce(Approval.project_id, Job.project_id).in_(admin_of))
+                # Each term can use an index (requester_id, project_id), so the OR is a union of index lookups;
+                # rows without project_id (written by the submission path) are matched through their job.
+                visible.append(Approval.project_id.in_(admin_of))  # type: ignore[union-attr]
+                visible.append(and_(Approval.project_id.is_(None),  # type: ignore[union-attr]
+                                    Approval.job_id.in_(select(Job.id).where(Job.project_id.in_(admin_of)))))  # type: ignore[union-attr]
             stmt = stmt.where(or_(*visible))
         if status:
             stmt = stmt.where(Approval.status == status)
@@ -372,7 +375,9 @@ def _close(s: Session, a: Approval, job: Job | None, why: str, target: str) -> N
     oplog.record(s, None, "approval:close", f"approval#{a.id}", details=f"kind={a.kind}; {why}")
 
 
-def _notify(s: Session, a: Approval, job: Job | None, by: Actor | None, outcome: str, note: str, target: str) -> None:
+def _notification(a: Approval, by: Actor | None, outcome: str, note: str, target: str) -> dict:
+    """The ``notifications`` row telling the requester of ``a`` that it was ``outcome`` (approved, rejected,
+    closed)."""
     label = KIND_LABELS.get(a.kind, a.kind)
     who = by.username if by is not None else ""
     if outcome == "closed":
@@ -380,8 +385,12 @@ def _notify(s: Session, a: Approval, job: Job | None, by: Actor | None, outcome:
     else:
         message = f"Your {label} request #{a.id} for {target} was {outcome}" + (f" by {who}" if who else "") + (
             f": {note}" if note else "")
-    notifications.add(s, a.requester_id, f"approval.{outcome}",
-                      {"id": a.id, "kind": a.kind, "target": target, "by": who, "note": note}, message)
+    return notifications.row(a.requester_id, f"approval.{outcome}",
+                             {"id": a.id, "kind": a.kind, "target": target, "by": who, "note": note}, message)
+
+
+def _notify(s: Session, a: Approval, job: Job | None, by: Actor | None, outcome: str, note: str, target: str) -> None:
+    notifications.add_rows(s, [_notification(a, by, outcome, note, target)])
 
 
 def _apply(s: Session, actor: Actor | None, a: Approval, job: Job | None, note: str) -> None:
@@ -533,21 +542,31 @@ def close_orphans(ctx: ServiceContext) -> int:
             and_(Approval.kind == "large_job", Job.phase != JobPhase.HELD.value),
             and_(Approval.kind == "quota", or_(Project.id.is_(None), Project.expires_at <= now)),  # type: ignore[union-attr]
         ))
+        # Locked (PostgreSQL) and so still pending when updated below; a request being decided right now is
+        # skipped (the decision closes it itself, or the next round does).
+        .with_for_update(of=Approval, skip_locked=True)  # type: ignore[arg-type]
     )
-    closed = 0
     with ctx.session() as s:
+        found = []
         for a, job, project in s.exec(stmt).all():
             why = _lost_target(a, job, project)
-            if why is None:
-                continue
-            done = s.execute(update(Approval).where(Approval.id == a.id, Approval.status == "pending")
-                             .values(status="closed", decided_at=now, decision_note=f"closed: {why}")).rowcount
-            if not done:
-                continue
-            target = f"project {project.name}" if a.kind == "quota" and project else (
-                job_target(job) if job is not None else f"job #{a.job_id}")
-            _notify(s, a, job, None, "closed", f"closed: {why}", target)
-            oplog.record(s, None, "approval:close", f"approval#{a.id}", details=f"kind={a.kind}; {why}")
-            closed += 1
-    return closed
-
+            if why is not None:
+                target = f"project {project.name}" if a.kind == "quota" and project else (
+                    job_target(job) if job is not None else f"job #{a.job_id}")
+                found.append((a, why, target))
+        if not found:
+            return 0
+        # Written in three statements whatever the number (an executemany each), so that the write transaction
+        # stays short when many jobs ended at once.
+        s.connection().execute(
+            update(Approval.__table__).where(Approval.__table__.c.id == bindparam("b_id"))
+            .values(status="closed", decided_at=now, decision_note=bindparam("b_note")),
+            [{"b_id": a.id, "b_note": f"closed: {why}"} for a, why, _ in found],
+        )
+        notifications.add_rows(s, [_notification(a, None, "closed", f"closed: {why}", target) for a, why, target in found])
+        s.connection().execute(OperationLog.__table__.insert(), [
+            oplog.row(None, "approval:close", f"approval#{a.id}", details=f"kind={a.kind}; {why}")
+            for a, why, _ in found])
+        for a, _, _ in found:
+            s.expunge(a)  # the rows were changed behind the ORM's back
+    return len(found)

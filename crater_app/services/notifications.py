@@ -1,5 +1,5 @@
 """Console notifications: messages for one user (an approval decided, a request closed, ...), listed unread
-first, marked read one by one or all at once. Other services add them with :func:`add` inside their own
+first, marked read one by one or all at once. Other services add them with :func:`add_rows` inside their own
 transaction, so a notification exists exactly when the change it reports was committed.
 """
 
@@ -20,14 +20,22 @@ MAX_LIST = 200
 MAX_IDS = 500
 
 
-def add(session: Session, user_id: int, kind: str, args: dict, message: str) -> None:
-    """Add a notification for ``user_id`` to ``session`` (committed with the caller's transaction).
+def row(user_id: int, kind: str, args: dict, message: str) -> dict:
+    """A ``notifications`` row for ``user_id``, unread, dated now.
 
     Args:
         kind: dotted word, e.g. ``approval.approved`` (the console's translation key is ``notify.<kind>``).
-        args: JSON-able parameters of the translated text. message: the English sentence (at most 2,000 chars).
+        args: JSON-able parameters of the translated text. message: the English sentence (cut to 2,000 chars).
     """
-    session.add(Notification(user_id=user_id, kind=kind, args=args, message=message[:2000]))
+    return {"user_id": user_id, "at": utcnow(), "kind": kind, "args": args, "message": message[:2000],
+            "read_at": None}
+
+
+def add_rows(session: Session, rows: list[dict]) -> None:
+    """Insert notification ``rows`` (see :func:`row`) in ``session``'s transaction (committed with the change
+    they report), in one statement."""
+    if rows:
+        session.connection().execute(Notification.__table__.insert(), rows)
 
 
 def _public(n: Notification) -> NotificationPublic:

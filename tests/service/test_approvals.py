@@ -327,6 +327,7 @@ def test_double_decision_is_a_conflict_and_writes_nothing(gov):
 def test_requests_that_lost_their_target_are_closed_by_the_loop(gov):
     g = gov
     loop = LeaderLoop(g.ctx)
+    loop.ORPHANS_EVERY_S = 0.0  # every round (the default is once a second)
     job_id = submit(g)
     req = extend(g, job_id, "1d")
     quota = approvals.create_request(g.ctx, g.alice, "quota", "r", project="proj", payload={"capability": {"cpu": 8}})
