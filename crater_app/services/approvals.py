@@ -261,7 +261,7 @@ def create_request(
     with ctx.session() as s:
         job: Job | None = None
         if req.kind == "quota":
-            proj = s.exec(select(Project).where(Project.name == req.project).with_for_update()).first()
+            proj = s.exec(select(Project).where(Project.name == req.project)).first()
             if proj is None or not can_read_project(actor, proj.id):
                 raise NotFound(f"project '{req.project}' does not exist", "project")
             if not can_request_approval(actor, "quota", proj.id):

@@ -279,8 +279,9 @@ def navbar(active: str) -> rx.Component:
                 rx.hstack(
                     _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
                     _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
-                    _nav_link(t("nav.approvals"), "/approvals", "clipboard_check", active == "approvals",
-                              "approvals"),
+                    # Phones reach /approvals through the bell's menu ("All requests"): the bar has no room.
+                    rx.box(_nav_link(t("nav.approvals"), "/approvals", "clipboard_check", active == "approvals",
+                                     "approvals"), display=wide_only("block")),
                     rx.cond(AppState.is_admin,
                             _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin")),
                     align="center",
