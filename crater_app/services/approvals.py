@@ -18,7 +18,8 @@ Rules (the permission checks are in :mod:`crater_app.domain.policy`):
   waits; the project expired) is closed: by :func:`close_orphans` from the leader loop, and when someone tries
   to decide it (409).
 - Every change writes an operation-log row, and every decision (and closing) a notification for the requester,
-  in the same transaction.
+  in the same transaction; a new pending request notifies who may decide it (platform admins, and the project's
+  admins except for quota).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, bindparam, func, or_, update
 from sqlmodel import Session, select
 
-from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
+from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, ProjectMember, User
 from crater_app.db.schemas import ApprovalPage, ApprovalPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.approvals import (
@@ -315,10 +316,35 @@ def create_request(
             auto_note = _maybe_auto(ctx, s, actor, a, job)
             if auto_note and job.phase in _BACKEND_PHASES:
                 extend_uid = job.uid
+        if a.status == "pending":
+            _tell_deciders(s, actor, a, target)
         result = _publics(s, actor, [a])[0]
     if extend_uid is not None:
         _extend_backend(ctx, extend_uid, a.payload["max_runtime"])
     return result
+
+
+MAX_DECIDERS_NOTIFIED = 50
+
+
+def _tell_deciders(s: Session, actor: Actor, a: Approval, target: str) -> None:
+    """Notify who may decide the new request ``a`` (``approval.requested``): the active platform admins and,
+    except for ``quota``, the admins of its project; never the requester; at most 50 people."""
+    admins = select(User.id).where(User.role == "admin", User.status == "active")
+    recipients = set(s.exec(admins.limit(MAX_DECIDERS_NOTIFIED)).all())
+    if a.kind != "quota" and a.project_id is not None:
+        recipients |= set(s.exec(
+            select(ProjectMember.user_id).join(User, User.id == ProjectMember.user_id)
+            .where(ProjectMember.project_id == a.project_id, ProjectMember.role == "admin", User.status == "active",
+                   User.role != "guest").limit(MAX_DECIDERS_NOTIFIED)).all())
+    recipients.discard(actor.user_id)
+    label = KIND_LABELS.get(a.kind, a.kind)
+    notifications.add_rows(s, [
+        notifications.row(user_id, "approval.requested",
+                          {"id": a.id, "kind": a.kind, "target": target, "by": actor.username, "note": ""},
+                          f"{actor.username} asks for a {label} for {target} (request #{a.id}): {a.reason}"[:2000])
+        for user_id in sorted(recipients)[:MAX_DECIDERS_NOTIFIED]
+    ])
 
 
 def _maybe_auto(ctx: ServiceContext, s: Session, actor: Actor, a: Approval, job: Job) -> str:

@@ -25,8 +25,8 @@ SECTION_KEYS = {"capability": "approvals.section.capability", "deserved": "appro
                 "guarantee": "approvals.section.guarantee"}
 STATUS_KEYS = {"pending": "approvals.status.pending", "approved": "approvals.status.approved",
                "rejected": "approvals.status.rejected", "closed": "approvals.status.closed"}
-NOTIFY_KEYS = {"approval.approved": "notify.approval.approved", "approval.rejected": "notify.approval.rejected",
-               "approval.closed": "notify.approval.closed"}
+NOTIFY_KEYS = {"approval.requested": "notify.approval.requested", "approval.approved": "notify.approval.approved",
+               "approval.rejected": "notify.approval.rejected", "approval.closed": "notify.approval.closed"}
 
 
 def parse_resource_text(text: str) -> dict[str, str]:
@@ -115,7 +115,8 @@ def notification_text(lang: str, n: NotificationPublic) -> str:
     args["kind"] = i18n.translate(lang, kind_key) if kind_key else args.get("kind", "")
     note = str(args.get("note") or "")
     by = str(args.get("by") or "")
-    args["by"] = i18n.translate(lang, "notify.by", by=by) if by else ""
+    if n.kind != "approval.requested":  # "approved by pat": the decider, when there is one
+        args["by"] = i18n.translate(lang, "notify.by", by=by) if by else ""
     try:
         text = i18n.translate(lang, key, **{k: args.get(k, "") for k in ("id", "kind", "target", "by")})
     except (KeyError, IndexError, ValueError):

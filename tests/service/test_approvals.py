@@ -411,3 +411,19 @@ def test_notifications_list_mark_read_and_count(gov):
         rows = s.exec(select(OperationLog).where(OperationLog.action == "notification:read")).all()
         assert [r.actor for r in rows] == ["alice", "alice"]
     assert notifications.list_notifications(g.ctx, g.bob).items == []
+
+
+def test_new_requests_notify_who_may_decide(gov):
+    g = gov
+    job_req = approvals.create_request(g.ctx, g.alice, "reclaim_lock", "a long run", job_id=submit(g))
+    quota_req = approvals.create_request(g.ctx, g.alice, "quota", "more", project="proj",
+                                         payload={"capability": {"cpu": 8}})
+    told = lambda user_id: [(n.kind, n.args["id"]) for n in notes_of(g.ctx, user_id)]  # noqa: E731
+    assert told(g.admin.user_id) == [("approval.requested", job_req.id), ("approval.requested", quota_req.id)]
+    assert told(g.pat.user_id) == [("approval.requested", job_req.id)]  # quota is a platform decision
+    assert told(g.alice.user_id) == [] and told(g.vera.user_id) == [] and told(g.bob.user_id) == []
+    note = notes_of(g.ctx, g.pat.user_id)[0]
+    assert note.args["by"] == "alice" and "a long run" in note.message
+    # An automatic approval asks nobody.
+    assert extend(g, submit(g, name="short"), "2h").auto is True
+    assert len(told(g.pat.user_id)) == 1

@@ -70,6 +70,11 @@ def test_notification_text_in_both_languages():
     auto = NotificationPublic(id=2, at=AT, kind="approval.approved", read=True, message="m",
                               args={"id": 4, "kind": "extend_runtime", "target": "job a (#1)", "by": "", "note": ""})
     assert console.notification_text("en", auto) == "Your request #4 (Longer run time) for job a (#1) was approved."
+    asked = NotificationPublic(id=4, at=AT, kind="approval.requested", read=False, message="m",
+                               args={"id": 5, "kind": "quota", "target": "project proj", "by": "alice", "note": ""})
+    assert console.notification_text("en", asked) == (
+        "alice asks for approval: More project quota, project proj (request #5).")
+    assert console.notification_text("zh-CN", asked) == "alice 申请增加项目配额（project proj，申请 #5）。"
     other = NotificationPublic(id=3, at=AT, kind="job.preempted", read=False, message="as written", args={})
     assert console.notification_text("zh-CN", other) == "as written"
 
