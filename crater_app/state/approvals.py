@@ -5,6 +5,9 @@ Pure helpers first (form text -> request arguments, request -> table row), then 
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import reflex as rx
 
 from crater_app import i18n
@@ -12,13 +15,16 @@ from crater_app.db.schemas import ApprovalPublic, NotificationPublic
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import approvals, notifications, projects
 from crater_app.state import views
-from crater_app.state.base import AppState
+from crater_app.state.base import POLL_MAX_S, AppState, call_as, client_connected
 from crater_app.state.forms import FormError
 
 #: the kinds a user asks for in the console (``large_job`` requests come from submitting a large job)
 FORM_KINDS = ("extend_runtime", "reclaim_lock", "quota")
 QUOTA_SECTIONS = ("capability", "deserved", "guarantee")
 STATUS_FILTERS = ("pending", "all")
+#: seconds between background re-reads of the bell; how many notifications its menu lists
+NOTIFY_POLL_S = 30.0
+NOTIFY_LIST = 20
 KIND_KEYS = {"quota": "approvals.kind.quota", "extend_runtime": "approvals.kind.extend_runtime",
              "reclaim_lock": "approvals.kind.reclaim_lock", "large_job": "approvals.kind.large_job"}
 SECTION_KEYS = {"capability": "approvals.section.capability", "deserved": "approvals.section.deserved",
@@ -193,6 +199,12 @@ class ApprovalsState(AppState):
         return await self._list()
 
     @rx.event
+    async def reload(self):
+        """Read the current page again."""
+        self.error = ""
+        return await self._list()
+
+    @rx.event
     async def set_status_filter(self, value: str | list[str]):
         """Pending only, or every request."""
         value = value[0] if isinstance(value, list) else value
@@ -321,28 +333,64 @@ class ApprovalsState(AppState):
 
 
 class NotificationsState(AppState):
-    """The bell in the top bar: the unread count, the latest notifications, mark read."""
+    """The bell in the top bar: the unread count, the latest notifications, mark read. The count is read when a
+    page mounts the bar and then every ``NOTIFY_POLL_S`` seconds while the tab stays connected."""
 
     unread: int = 0
     items: list[dict[str, str]] = []
+    _watch_gen: int = 0
 
     def _show(self, found) -> None:  # noqa: ANN001 - NotificationList
         lang = self.lang
-        self.items = [{"id": str(n.id), "kind": n.kind, "text": notification_text(lang, n),
-                       "at": views.fmt_time(n.at), "read": "1" if n.read else ""} for n in found.items]
-        self.unread = found.unread
+        items = [{"id": str(n.id), "kind": n.kind, "text": notification_text(lang, n), "at": views.fmt_time(n.at),
+                  "read": "1" if n.read else ""} for n in found.items]
+        if items != self.items:
+            self.items = items
+        if found.unread != self.unread:
+            self.unread = found.unread
 
     @rx.event
     async def refresh(self):
-        """The unread count and latest notifications (silently nothing when signed out: the page redirects)."""
+        """The unread count and latest notifications (silently nothing when signed out: the page redirects);
+        then keep them fresh in the background."""
         if not self._token:
             return None
         try:
-            found = await self.call(notifications.list_notifications, 20)
+            found = await self.call(notifications.list_notifications, NOTIFY_LIST)
         except CraterError:
             return None
         self._show(found)
-        return None
+        return NotificationsState.watch
+
+    @rx.event(background=True)
+    async def watch(self):
+        """Re-read the notifications every ``NOTIFY_POLL_S`` seconds; one watcher per tab (a newer one ends an
+        older one), ends on disconnect, sign-out or after ``POLL_MAX_S``."""
+        async with self:
+            self._watch_gen += 1
+            gen = self._watch_gen
+            client = self.router.session.client_token
+        deadline = time.monotonic() + POLL_MAX_S
+        while time.monotonic() < deadline:
+            await asyncio.sleep(NOTIFY_POLL_S)
+            if not await client_connected(client):
+                return
+            async with self:
+                if gen != self._watch_gen:
+                    return
+                token = self._token
+            if not token:
+                return
+            try:
+                _, found = await asyncio.to_thread(call_as, token, notifications.list_notifications, NOTIFY_LIST)
+            except Unauthenticated:
+                return
+            except CraterError:
+                continue
+            async with self:
+                if gen != self._watch_gen:
+                    return
+                self._show(found)
 
     @rx.event
     async def on_open(self, open_: bool):
@@ -365,7 +413,7 @@ class NotificationsState(AppState):
     async def _mark(self, ids: list[int] | None) -> None:
         try:
             await self.call(notifications.mark_read, ids)
-            found = await self.call(notifications.list_notifications, 20)
+            found = await self.call(notifications.list_notifications, NOTIFY_LIST)
         except CraterError:
             return
         self._show(found)
