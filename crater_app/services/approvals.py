@@ -317,7 +317,7 @@ def create_request(
             if auto_note and job.phase in _BACKEND_PHASES:
                 extend_uid = job.uid
         if a.status == "pending":
-            _tell_deciders(s, actor, a, target)
+            notify_deciders(s, actor, a, target)
         result = _publics(s, actor, [a])[0]
     if extend_uid is not None:
         _extend_backend(ctx, extend_uid, a.payload["max_runtime"])
@@ -327,9 +327,11 @@ def create_request(
 MAX_DECIDERS_NOTIFIED = 50
 
 
-def _tell_deciders(s: Session, actor: Actor, a: Approval, target: str) -> None:
+def notify_deciders(s: Session, actor: Actor, a: Approval, target: str) -> None:
     """Notify who may decide the new request ``a`` (``approval.requested``): the active platform admins and,
-    except for ``quota``, the admins of its project; never the requester; at most 50 people."""
+    except for ``quota``, the admins of its project; never the requester (``actor``); at most 50 people. Call it
+    in the transaction that writes ``a`` (``a.id`` and ``a.project_id`` set; ``target`` names the job or project
+    in English, e.g. :func:`job_target`); the submission path does so for ``large_job`` requests."""
     admins = select(User.id).where(User.role == "admin", User.status == "active")
     recipients = set(s.exec(admins.limit(MAX_DECIDERS_NOTIFIED)).all())
     if a.kind != "quota" and a.project_id is not None:
