@@ -111,6 +111,12 @@ class FakeBackend:
                 rec.stopping = reason
                 self._set(uid, message=f"stopping: {reason}")
 
+    def extend(self, uid: str, max_runtime_s: int) -> None:
+        with self._lock:
+            rec = self._records[uid]  # KeyError for unknown uids, as the contract says
+            if rec.status.state in ("Pending", "Running") and rec.stopping is None:
+                rec.workload = replace(rec.workload, max_runtime_s=max_runtime_s)
+
     def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
         with self._lock:
             out = sorted((r.status for r in self._records.values() if r.status.rev > since_rev), key=lambda s: s.rev)

@@ -97,6 +97,11 @@ class ClusterBackend(Protocol):
     def cancel(self, uid: str, reason: str) -> None:
         """Stop the workload (graceful, then forced); unknown uids raise ``KeyError``."""
 
+    def extend(self, uid: str, max_runtime_s: int) -> None:
+        """Set the workload's ``max_runtime`` to ``max_runtime_s`` seconds, counted from its start: its deadline
+        moves (later or earlier) without a restart. No effect on a finished workload, nor on one already being
+        stopped for its old deadline. Unknown uids raise ``KeyError``."""
+
     def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
         """Statuses whose ``rev`` is greater than ``since_rev``, oldest change first (a watch)."""
 

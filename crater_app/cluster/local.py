@@ -211,6 +211,23 @@ class LocalBackend:
                              message=f"stopping: {reason}")
                 self._signal(pid, signal.SIGTERM)
 
+    def extend(self, uid: str, max_runtime_s: int) -> None:
+        """Move the deadline: ``max_runtime_s`` seconds from the workload's start (the column :meth:`tick` checks
+        each round). Finished workloads and those already stopping (cancelled, or past their old deadline) keep
+        theirs.
+
+        Raises:
+            KeyError: unknown ``uid``.
+        """
+        with self._tx() as conn:
+            row = conn.execute("SELECT state, term_sent_at FROM workloads WHERE uid = ?", (uid,)).fetchone()
+            if row is None:
+                raise KeyError(uid)
+            state, term_sent = row
+            if state in FINAL or term_sent is not None:
+                return
+            conn.execute("UPDATE workloads SET max_runtime_s = ? WHERE uid = ?", (max_runtime_s, uid))
+
     def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
         """Statuses changed after ``since_rev``, in change order (at most ``limit``)."""
         with self._lock:

@@ -106,3 +106,55 @@ def can_revoke_token(actor: Actor, owner_id: int) -> bool:
 def can_read_operation_log(actor: Actor) -> bool:
     """``oplog:read`` (list and CSV export): platform admins only. Nobody may edit or delete rows."""
     return actor.is_admin
+
+
+# --- Approvals and notifications (issue 3) ----------------------------------------------------------------------
+
+
+def can_request_approval(actor: Actor, kind: str, project_id: int, owner_id: int | None = None) -> bool:
+    """``approval:create`` of ``kind`` for ``project_id`` (and, for job requests, the job's ``owner_id``).
+
+    - ``quota``: platform admins, and the project's admins and members (not viewers, never guests).
+    - ``extend_runtime``, ``reclaim_lock``: platform admins, the job's owner (not a guest), the project's admins.
+    - ``large_job``: nobody; the submission path writes these when a job is over the size threshold.
+    """
+    if kind == "large_job":
+        return False
+    if actor.is_admin:
+        return True
+    if actor.role == "guest":
+        return False
+    role = actor.project_roles.get(project_id)
+    if kind == "quota":
+        return role in ("admin", "member")
+    return role == "admin" or (owner_id is not None and actor.user_id == owner_id)
+
+
+def can_read_approval(actor: Actor, requester_id: int, project_id: int | None) -> bool:
+    """``approval:read``: platform admins, the requester, and the admins of the request's project. Others get
+    "not found" (a request's existence tells about another project's work)."""
+    if actor.is_admin or actor.user_id == requester_id:
+        return True
+    return project_id is not None and actor.project_roles.get(project_id) == "admin"
+
+
+def can_decide_approval(actor: Actor, kind: str, project_id: int | None, requester_id: int) -> bool:
+    """``approval:decide`` (approve or reject): platform admins for every request; a project's admins for the
+    requests of their project except ``quota`` (raising a project's quota is a platform decision) and except
+    their own requests (nobody but a platform admin approves what they asked for themselves). Never guests."""
+    if actor.is_admin:
+        return True
+    if actor.role == "guest" or kind == "quota" or project_id is None or actor.user_id == requester_id:
+        return False
+    return actor.project_roles.get(project_id) == "admin"
+
+
+def approval_projects(actor: Actor) -> list[int]:
+    """Projects whose requests ``actor`` reads as their project admin (:func:`can_read_approval` as a list);
+    platform admins read every request."""
+    return sorted(p for p, r in actor.project_roles.items() if r == "admin")
+
+
+def can_read_notifications(actor: Actor) -> bool:
+    """``notification:read``/``notification:mark-read``: every signed-in user, for their own notifications."""
+    return actor.role in PLATFORM_ROLES

@@ -20,7 +20,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, JobEvent, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import leases
+from crater_app.services import approvals, leases
 from crater_app.services.context import ServiceContext
 from crater_app.services.jobs import workload_of
 
@@ -162,13 +162,15 @@ class LeaderLoop:
     """Runs backend placement and reconciliation in the one process that holds the lease.
 
     Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
-    re-adopt running workloads and repair; then ``backend.tick()`` and ``Reconciler.sync()``; then sleep
+    re-adopt running workloads and repair; then ``backend.tick()``, ``Reconciler.sync()`` and (at most once a
+    second) ``approvals.close_orphans()``; then sleep
     ``loop_interval_s`` or until ``ctx.kick`` is set.
     """
 
     MIN_GAP_S = 0.002  # between two rounds, always (a loop kicked without pause never spins)
     REST_FACTOR = 3.0  # under a stream of kicks, rounds take at most 1/(1+REST_FACTOR) of the time...
     BURST_S = 0.1  # ...but this much owed rest is forgiven, so that an occasional kick is served at once
+    ORPHANS_EVERY_S = 1.0  # approval requests whose target is gone are closed this often (approvals.close_orphans)
     STATS_EVERY_S = 3600.0  # query-planner statistics are refreshed by the leader this often (and on taking over)
 
     def __init__(self, ctx: ServiceContext) -> None:
@@ -178,6 +180,7 @@ class LeaderLoop:
         self.leader = False
         self._stop = threading.Event()
         self._stats_at = -1e18
+        self._orphans_at = -1e18
         self._owed = 0.0  # seconds of rest owed by past rounds (REST_FACTOR x their duration), paid by idle time
 
     def step(self) -> None:
@@ -198,6 +201,11 @@ class LeaderLoop:
                 refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
+        # Requests whose job ended (or project expired) are closed: one indexed query, usually empty; once per
+        # ORPHANS_EVERY_S rather than every round (it costs ~5 ms with 2,000 pending requests on SQLite).
+        if time.monotonic() - self._orphans_at >= self.ORPHANS_EVERY_S:
+            self._orphans_at = time.monotonic()
+            approvals.close_orphans(self.ctx)
 
     def run(self) -> None:
         """Loop until :meth:`stop`; errors are logged and the loop goes on.

@@ -1,6 +1,7 @@
 """Reflex state for the console (thin: one service call per handler; plain values only)."""
 
 from crater_app.state.admin import AdminUsersState
+from crater_app.state.approvals import ApprovalsState, NotificationsState
 from crater_app.state.auth import LoginState
 from crater_app.state.base import AppState
 from crater_app.state.jobs import JobDetailState, JobsState, NewJobState
@@ -10,6 +11,7 @@ from crater_app.state.projects import ProjectDetailState, ProjectsState
 from crater_app.state.tokens import TokensState
 
 __all__ = [
-    "AppState", "AdminUsersState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState",
-    "OperationLogState", "ProjectDetailState", "ProjectsState", "TokensState",
+    "AppState", "AdminUsersState", "ApprovalsState", "NotificationsState", "JobDetailState", "JobsState",
+    "LoginState", "NewJobState", "NodesState", "OperationLogState", "ProjectDetailState", "ProjectsState",
+    "TokensState",
 ]

@@ -20,6 +20,8 @@ KNOWN_REASONS: tuple[str, ...] = (
     "Submitted", "HostEnvironment", "Queued", "Started", "Completed", "Error", "Cancelled", "CancelRequested",
     "DeadlineExceeded", "ProcessLost", "Resubmitted", "Lost", "BackendState", "IgnoredTransition", "Adopted",
     "StartError",
+    # crater_app/services/approvals.py
+    "RuntimeExtended", "ReclaimLocked", "Approved", "Rejected",
 )
 
 # (i18n key, pattern matched against the whole sentence). The first match wins, so a specific shape comes
@@ -49,6 +51,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"the job's process ended while Crater was not running and left no exit status"),
         ("msg.process_lost", r"the job's process ended without recording an exit status"),
         ("msg.start_error", r"the job could not be started: (?P<detail>.*)"),
+        # crater_app/services/approvals.py (the reason of a large job approved, waiting for admission)
+        ("msg.admission_approved", r"waiting for admission \(approved\)"),
         # crater_app/services/reconcile.py
         ("msg.started_with_devices", r"started with devices \[(?P<devices>[\d, ]*)\]"),
         ("msg.resubmitted", r"the backend did not know this job; it was handed to it again"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app import i18n
-from crater_app.state import AppState
+from crater_app.state import AppState, NotificationsState
 
 PHASE_COLORS = (
     ("Held", "orange"),
@@ -196,6 +196,73 @@ def user_menu() -> rx.Component:
     )
 
 
+def _notification_item(item: rx.Var) -> rx.Component:
+    return rx.menu.item(
+        rx.hstack(
+            rx.box(width="8px", height="8px", border_radius="50%", flex_shrink="0", margin_top="6px",
+                   background_color=rx.cond(item["read"] == "1", "transparent", rx.color("accent", 9))),
+            rx.vstack(
+                rx.text(item["text"], size="2", white_space="normal", color=rx.color("gray", 12)),
+                rx.text(item["at"], size="1", color_scheme="gray", font_family=MONO),
+                spacing="1",
+            ),
+            spacing="2",
+            align="start",
+        ),
+        on_click=NotificationsState.mark_read(item["id"]),
+        height="auto",
+        padding_y="var(--space-2)",
+        class_name="notification-item",
+        custom_attrs={"data-read": item["read"]},
+    )
+
+
+def notification_bell() -> rx.Component:
+    """The bell: unread count, the latest notifications (a click marks one read), "mark all read" and a link to
+    the approvals page. The count is read when the page mounts and whenever the menu opens."""
+    return rx.menu.root(
+        rx.menu.trigger(
+            rx.box(
+                rx.icon_button(rx.icon("bell", size=18), variant="ghost", color_scheme="gray",
+                               aria_label=t("notify.title"), id="notification-bell"),
+                rx.cond(
+                    NotificationsState.unread > 0,
+                    rx.badge(NotificationsState.unread, color_scheme="red", variant="solid", radius="full", size="1",
+                             position="absolute", top="-6px", right="-8px", id="notification-count"),
+                ),
+                position="relative",
+                on_mount=NotificationsState.refresh,
+            ),
+        ),
+        rx.menu.content(
+            rx.hstack(
+                rx.text(t("notify.title"), weight="bold", size="2"),
+                rx.spacer(),
+                rx.cond(NotificationsState.unread > 0,
+                        rx.button(t("notify.mark_all"), size="1", variant="ghost",
+                                  on_click=NotificationsState.mark_all_read, id="notification-mark-all")),
+                align="center",
+                padding_x="var(--space-3)",
+                padding_y="var(--space-2)",
+                width="100%",
+            ),
+            rx.menu.separator(),
+            rx.cond(
+                NotificationsState.items.length() > 0,
+                rx.foreach(NotificationsState.items, _notification_item),
+                rx.text(t("notify.empty"), size="2", color_scheme="gray", padding="var(--space-3)"),
+            ),
+            rx.menu.separator(),
+            rx.menu.item(rx.link(t("notify.all_requests"), href="/approvals", size="2")),
+            align="end",
+            max_width="380px",
+            max_height="70vh",
+            overflow_y="auto",
+        ),
+        on_open_change=NotificationsState.on_open,
+    )
+
+
 def logo(size: str = "5", compact: bool = False) -> rx.Component:
     """The Crater word mark (``compact``: the word is left out on narrow screens)."""
     return rx.hstack(
@@ -222,6 +289,9 @@ def navbar(active: str) -> rx.Component:
                     # Phones reach the tokens through the user menu (the bar has no room for a sixth icon).
                     _nav_link(t("nav.tokens"), "/tokens", "key_round", active == "tokens", "tokens",
                               display=wide_only("block")),
+                    # Phones reach /approvals through the bell's menu ("All requests"): the bar has no room.
+                    rx.box(_nav_link(t("nav.approvals"), "/approvals", "clipboard_check", active == "approvals",
+                                     "approvals"), display=wide_only("block")),
                     rx.cond(AppState.is_admin,
                             rx.fragment(
                                 _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin"),
@@ -236,6 +306,7 @@ def navbar(active: str) -> rx.Component:
             rx.spacer(),
             rx.hstack(rx.icon("languages", size=16, color=rx.color("gray", 10), display=wide_only("block")),
                       language_switch(), align="center", spacing="3"),
+            notification_bell(),
             user_menu(),
             align="center",
             spacing=rx.breakpoints(initial="2", sm="3"),

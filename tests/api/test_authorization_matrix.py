@@ -23,7 +23,7 @@ from sqlmodel import select
 
 from crater_app.api.app import API_PREFIX, build_api
 from crater_app.db.models import OperationLog
-from crater_app.services import jobs, projects, tokens, users
+from crater_app.services import approvals, jobs, projects, tokens, users
 from tests.conftest import USER_PASSWORD
 
 ACTORS = ("anonymous", "guest", "viewer", "other", "member", "padmin", "admin")
@@ -38,6 +38,7 @@ class Matrix:
 
     api: object
     job_id: int = 0
+    approval_id: int = 0
     counter: itertools.count = field(default_factory=itertools.count)
 
     @property
@@ -66,6 +67,11 @@ class Matrix:
 
     def fresh_token(self) -> int:
         return tokens.create_token(self.ctx, self.actor("alice"), self.fresh_name("token")).id
+
+    def fresh_approval(self) -> int:
+        """A pending reclaim-lock request by alice (member of ``proj``) for a fresh job of hers."""
+        return approvals.create_request(self.ctx, self.actor("alice"), "reclaim_lock", "a long run",
+                                        job_id=self.fresh_job()).id
 
 
 # A request: (path, json body or None) built for the calling actor's cell.
@@ -115,6 +121,21 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("DELETE", f"{P}/tokens/{{token_id}}"): (lambda m, who: (f"{P}/tokens/{m.fresh_token()}", None),
                                              (401, 404, 404, 404, OK, 404, OK)),
     ("GET", f"{P}/operation-logs"): (fixed(f"{P}/operation-logs"), (401, 403, 403, 403, 403, 403, OK)),
+    # Approvals: alice (member) asks about her own jobs; project admins decide their project's requests.
+    ("POST", f"{P}/approvals"): (
+        lambda m, who: (f"{P}/approvals", {"kind": "reclaim_lock", "reason": "a long run", "job_id": m.fresh_job()}),
+        (401, 404, 403, 404, OK, OK, OK)),
+    ("GET", f"{P}/approvals"): (fixed(f"{P}/approvals"), (401, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/approvals/{{approval_id}}"): (lambda m, who: (f"{P}/approvals/{m.approval_id}", None),
+                                                (401, 404, 404, 404, OK, OK, OK)),
+    ("POST", f"{P}/approvals/{{approval_id}}/approve"): (
+        lambda m, who: (f"{P}/approvals/{m.fresh_approval()}/approve", {"note": "ok"}),
+        (401, 404, 404, 404, 403, OK, OK)),
+    ("POST", f"{P}/approvals/{{approval_id}}/reject"): (
+        lambda m, who: (f"{P}/approvals/{m.fresh_approval()}/reject", {"note": "no"}),
+        (401, 404, 404, 404, 403, OK, OK)),
+    ("GET", f"{P}/notifications"): (fixed(f"{P}/notifications"), (401, OK, OK, OK, OK, OK, OK)),
+    ("POST", f"{P}/notifications/read"): (fixed(f"{P}/notifications/read", {}), (401, OK, OK, OK, OK, OK, OK)),
 }
 
 
@@ -155,6 +176,7 @@ def matrix(api) -> Matrix:
         projects.set_member(ctx, admin, project, username, role)
     m = Matrix(api)
     m.job_id = m.fresh_job()
+    m.approval_id = m.fresh_approval()
     return m
 
 

@@ -3,6 +3,8 @@ in-memory fake the service tests use as a boundary mock (so the fake cannot drif
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from crater_app.cluster.base import ClusterBackend
@@ -168,3 +170,23 @@ def test_adopt_is_safe_to_call(backend):
     until_state(backend, w.uid, {"Succeeded"})
     backend.adopt()
     assert backend.status(w.uid).state == "Succeeded"
+
+
+def test_extend_moves_the_deadline(backend):
+    w = workload("sleep 30", max_runtime=1)
+    backend.create(w)
+    backend.extend(w.uid, 60)  # while pending: the deadline it will start with
+    until_state(backend, w.uid, {"Running"})
+    backend.extend(w.uid, 120)  # while running: later still
+    deadline = time.monotonic() + 2.0  # past the original 1 s max_runtime
+    while time.monotonic() < deadline:
+        backend.tick()
+        time.sleep(0.05)
+    assert backend.status(w.uid).state == "Running"
+    backend.extend(w.uid, 1)  # and earlier: it is past the new deadline, so it is stopped for it
+    st = until_state(backend, w.uid, {"Failed"}, timeout=6)
+    assert st.reason == "DeadlineExceeded" and "max_runtime of 1 s" in st.message
+    backend.extend(w.uid, 600)  # a finished workload keeps its end
+    assert backend.status(w.uid).state == "Failed"
+    with pytest.raises(KeyError):
+        backend.extend("nope", 60)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import (
-    AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState, OperationLogState,
-    ProjectDetailState, ProjectsState, TokensState,
+    AdminUsersState, ApprovalsState, JobDetailState, JobsState, LoginState, NewJobState, NodesState,
+    OperationLogState, ProjectDetailState, ProjectsState, TokensState,
 )
 from crater_app.ui.pages.admin_users import admin_users_page
+from crater_app.ui.pages.approvals import approvals_page
 from crater_app.ui.pages.job_detail import job_detail_page
 from crater_app.ui.pages.job_new import new_job_page
 from crater_app.ui.pages.jobs import jobs_page
@@ -36,6 +37,7 @@ def register(app: rx.App) -> None:
     app.add_page(new_job_page, route="/jobs/new", title=TITLE, on_load=NewJobState.load)
     app.add_page(job_detail_page, route="/jobs/[id]", title=TITLE, on_load=JobDetailState.load)
     app.add_page(nodes_page, route="/nodes", title=TITLE, on_load=NodesState.load)
+    app.add_page(approvals_page, route="/approvals", title=TITLE, on_load=ApprovalsState.load)
     app.add_page(admin_users_page, route="/admin/users", title=TITLE, on_load=AdminUsersState.load)
     app.add_page(projects_page, route="/projects", title=TITLE, on_load=ProjectsState.load)
     app.add_page(project_detail_page, route="/projects/[project_name]", title=TITLE, on_load=ProjectDetailState.load)

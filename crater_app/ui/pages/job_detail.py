@@ -57,6 +57,12 @@ def _cancel_button() -> rx.Component:
 def _actions() -> list[rx.Component]:
     return [
         rx.cond(JobDetailState.finished, rx.fragment(), _cancel_button()),
+        # A longer max_runtime goes through an approval request (granted at once under the auto rule).
+        rx.cond(
+            ~JobDetailState.finished & (J["max_runtime"] != ""),
+            rx.link(rx.button(rx.icon("timer", size=14), t("job.request_time"), variant="soft"),
+                    href="/approvals?new=extend_runtime&job=" + J["id"], id="request-time"),
+        ),
         rx.button(rx.icon("rotate_ccw", size=14), t("job.resubmit"), variant="soft", on_click=JobDetailState.resubmit,
                   id="resubmit-job"),
     ]

@@ -1,0 +1,174 @@
+"""Approval requests: their kinds and states, the checks of their payloads, and the auto-approval rule (pure).
+
+Kinds (Crater's "approval orders", seed ``000_dff36a5b8fe0cc9d.txt``):
+
+- ``quota``: more quota for a project; payload ``{"guarantee"|"deserved"|"capability": resource list}``.
+- ``extend_runtime``: a longer ``max_runtime`` for a job; payload ``{"max_runtime": seconds}``.
+- ``reclaim_lock``: a lock against automatic reclamation (preemption) for a job; no payload.
+- ``large_job``: a job above ``approval_gpu_threshold`` accelerators waits (``Held``) until approved; written
+  by the submission path, never requested by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.naming import is_text
+from crater_app.domain.resources import CPU, MEMORY, parse_resources
+
+KINDS = ("quota", "extend_runtime", "reclaim_lock", "large_job")
+#: the kinds a user may ask for (``large_job`` requests come from the submission path)
+REQUESTABLE_KINDS = ("quota", "extend_runtime", "reclaim_lock")
+#: kinds whose target is a job (``job_id``); ``quota`` targets a project
+JOB_KINDS = ("extend_runtime", "reclaim_lock", "large_job")
+STATUSES = ("pending", "approved", "rejected", "closed")
+QUOTA_SECTIONS = ("guarantee", "deserved", "capability")
+MAX_REASON_CHARS = 1000
+MAX_NOTE_CHARS = 1000
+MAX_MODEL_CHARS = 128
+_MODEL = re.compile(r"[A-Za-z0-9._ -]+")
+
+
+def check_reason(value: object) -> str:
+    """The request's reason: required text of 1..1000 characters (surrounding blanks dropped).
+
+    Raises:
+        InvalidInput: (field ``reason``) missing, not a string, blank, over 1000 characters, or not storable text.
+    """
+    if value is None:
+        raise InvalidInput(f"reason is required: say why, in 1 to {MAX_REASON_CHARS} characters", "reason")
+    if not isinstance(value, str) or not is_text(value):
+        raise InvalidInput(f"reason must be text of 1 to {MAX_REASON_CHARS} characters", "reason")
+    text = value.strip()
+    if not text:
+        raise InvalidInput(f"reason must not be empty: say why, in 1 to {MAX_REASON_CHARS} characters", "reason")
+    if len(text) > MAX_REASON_CHARS:
+        raise InvalidInput(f"reason is {len(text)} characters; the limit is {MAX_REASON_CHARS}", "reason")
+    return text
+
+
+def check_note(value: object) -> str:
+    """A decision's note: optional text of at most 1000 characters (``None`` -> ``""``).
+
+    Raises:
+        InvalidInput: (field ``note``) not a string, over 1000 characters, or not storable text.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not is_text(value):
+        raise InvalidInput(f"note must be text of at most {MAX_NOTE_CHARS} characters", "note")
+    text = value.strip()
+    if len(text) > MAX_NOTE_CHARS:
+        raise InvalidInput(f"note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}", "note")
+    return text
+
+
+def _quota_entry(name: object, quantity: object, field: str) -> tuple[str, str | int]:
+    """One checked entry of a quota resource list: ``(name, value)`` with devices as ``int`` and CPU/memory as
+    the quantity string given (validated with ``kubernetes.utils.parse_quantity``)."""
+    if not isinstance(name, str):
+        raise InvalidInput(f"{field} keys must be strings", field)
+    base, sep, model = name.partition(":")
+    entry_field = f"{field}.{name}"
+    if sep:
+        if base in (CPU, MEMORY):
+            raise InvalidInput(f"{entry_field}: only accelerator resources take a model after ':'", entry_field)
+        if not model or len(model) > MAX_MODEL_CHARS or not _MODEL.fullmatch(model):
+            raise InvalidInput(
+                f"{entry_field}: the accelerator model after ':' must be 1 to {MAX_MODEL_CHARS} letters, digits, "
+                "'.', '_', '-' or spaces (e.g. nvidia.com/gpu:NVIDIA-A100-SXM4-80GB)", entry_field,
+            )
+    parsed = parse_resources({base: quantity}, field)  # checks the name and the quantity (field names the entry)
+    if base == CPU or base == MEMORY:
+        return name, str(quantity).strip()
+    return name, parsed.accelerators.get(base, 0)
+
+
+def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
+    """Check a ``quota`` request's payload: an object with one or more of ``guarantee``, ``deserved``,
+    ``capability``, each a resource list (``cpu``, ``memory``, accelerator names such as ``nvidia.com/gpu``,
+    optionally ``nvidia.com/gpu:<model>`` for one accelerator model), at most 16 entries each.
+
+    Returns:
+        The payload with checked values: accelerators as whole devices (``int``), CPU and memory as the
+        Kubernetes quantity strings given (``"32"``, ``"500m"``, ``"256Gi"``).
+
+    Raises:
+        InvalidInput: naming the field (``payload``, ``payload.capability``, ``payload.capability.cpu``, ...).
+    """
+    if not isinstance(payload, dict) or not payload:
+        raise InvalidInput(
+            "payload must be an object with one or more of guarantee, deserved, capability (resource lists)", "payload"
+        )
+    out: dict[str, dict[str, str | int]] = {}
+    for section, entries in payload.items():
+        field = f"payload.{section}"
+        if section not in QUOTA_SECTIONS:
+            raise InvalidInput(f"payload has unknown key '{str(section)[:64]}'; allowed: "
+                               f"{', '.join(QUOTA_SECTIONS)}", field)
+        if not isinstance(entries, dict) or not entries:
+            raise InvalidInput(f"{field} must be a non-empty resource list such as {{\"nvidia.com/gpu\": 8}}", field)
+        if len(entries) > 16:
+            raise InvalidInput(f"{field} has {len(entries)} entries; the limit is 16", field)
+        out[section] = dict(_quota_entry(name, quantity, field) for name, quantity in entries.items())
+    return out
+
+
+def merge_quota(current: dict[str, dict], payload: dict[str, dict]) -> dict[str, dict]:
+    """The project's quota after a ``quota`` request: every section of ``current`` (``guarantee``, ``deserved``,
+    ``capability``) with the payload's entries set over it (resources the request does not name stay)."""
+    return {section: {**(current.get(section) or {}), **(payload.get(section) or {})} for section in QUOTA_SECTIONS}
+
+
+def _amount(name: str, value: object) -> int:
+    base = name.partition(":")[0]
+    parsed = parse_resources({base: value}, "quota")
+    if base == CPU:
+        return parsed.cpu_m
+    if base == MEMORY:
+        return parsed.memory_bytes
+    return parsed.accelerators.get(base, 0)
+
+
+def quota_problem(quota: dict[str, dict]) -> str | None:
+    """The first inconsistency of a project's quota, as a sentence, or ``None``: a resource's ``guarantee`` or
+    ``deserved`` above its ``capability`` (where a capability is set; ``{}`` means no ceiling), or its
+    ``guarantee`` above its ``deserved`` (where set). Volcano refuses such queues (its queue admission webhook
+    requires guarantee <= capability and deserved <= capability)."""
+    capability, deserved, guarantee = (quota.get(s) or {} for s in ("capability", "deserved", "guarantee"))
+    for lower_name, lower, upper_name, upper in (
+        ("guarantee", guarantee, "capability", capability), ("deserved", deserved, "capability", capability),
+        ("guarantee", guarantee, "deserved", deserved),
+    ):
+        for name, value in lower.items():
+            if name in upper and _amount(name, value) > _amount(name, upper[name]):
+                return f"{lower_name} of {name} ({value}) would be above its {upper_name} ({upper[name]})"
+    return None
+
+
+@dataclass(frozen=True)
+class AutoRule:
+    """The auto-approval rule for ``extend_runtime`` requests (Crater's default: an extension under 12 h is
+    granted at once, at most once per 48 h per user). ``max_s`` 0 turns it off."""
+
+    max_s: int
+    window_s: int
+
+    def applies(self, added_s: int, last_auto_at: datetime | None, now: datetime,
+                new_runtime_s: int, user_limit_s: int | None) -> bool:
+        """Whether an extension adding ``added_s`` seconds is granted automatically.
+
+        Args:
+            added_s: the new ``max_runtime`` minus the current one, seconds (> 0).
+            last_auto_at: when the user's latest auto-approved request was granted (UTC), or ``None``.
+            new_runtime_s: the ``max_runtime`` asked for; ``user_limit_s``: the user's own ceiling on
+                ``max_runtime`` (``None``: none). The rule never grants beyond a user's ceiling.
+        """
+        if self.max_s <= 0 or not 0 < added_s < self.max_s:
+            return False
+        if user_limit_s is not None and new_runtime_s > user_limit_s:
+            return False
+        return last_auto_at is None or last_auto_at <= now - timedelta(seconds=self.window_s)
