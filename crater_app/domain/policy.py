@@ -106,3 +106,32 @@ def can_revoke_token(actor: Actor, owner_id: int) -> bool:
 def can_read_operation_log(actor: Actor) -> bool:
     """``oplog:read`` (list and CSV export): platform admins only. Nobody may edit or delete rows."""
     return actor.is_admin
+
+
+# --- Usage and billing (issue 3) ---------------------------------------------------------------------------------
+
+
+def usage_scope(actor: Actor) -> tuple[bool, list[int]]:
+    """``usage:read``: whose usage ``actor`` may see, as ``(everything, project ids)``.
+
+    Platform admins see everything (``(True, [])``); everyone else sees their own jobs plus every job of the
+    projects they administer (the ids returned). Viewers and members see only their own usage.
+    """
+    if actor.is_admin:
+        return True, []
+    return False, sorted(p for p, r in actor.project_roles.items() if r == "admin")
+
+
+def can_read_prices(actor: Actor) -> bool:
+    """``billing:prices:read``: every signed-in user (prices are public inside the platform)."""
+    return actor.role in PLATFORM_ROLES
+
+
+def can_manage_billing(actor: Actor) -> bool:
+    """``billing:write`` (set prices, grant extra points, set a project's member allowance): platform admins."""
+    return actor.is_admin
+
+
+def can_read_balance(actor: Actor) -> bool:
+    """``billing:balance:read`` of one's own balances: every signed-in user (a guest sees zeros)."""
+    return actor.role in PLATFORM_ROLES

@@ -20,7 +20,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, JobEvent, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import leases
+from crater_app.services import billing, leases
 from crater_app.services.context import ServiceContext
 from crater_app.services.jobs import workload_of
 
@@ -198,6 +198,7 @@ class LeaderLoop:
                 refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
+        billing.charge_if_due(self.ctx)  # at most every settings.billing_charge_interval_s; nothing when billing is off
 
     def run(self) -> None:
         """Loop until :meth:`stop`; errors are logged and the loop goes on.
