@@ -1,8 +1,6 @@
 """Routes for usage reports and billing in points (issue 3), mounted by ``build_api``. Every route resolves the
 caller and hands it to a service, which asks ``domain.policy``."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
