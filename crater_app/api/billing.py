@@ -60,13 +60,14 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
 
     @app.get(f"{prefix}/usage", tags=["usage"], response_model=UsagePublic)
     async def get_usage(
-        c: Ctx, a: Me, group_by: Annotated[str, Query(max_length=16)] = "project",
+        c: Ctx, a: Me, group_by: Annotated[str | None, Query(max_length=16)] = None,
         since: Annotated[str | None, Query(alias="from", max_length=64)] = None,
         until: Annotated[str | None, Query(alias="to", max_length=64)] = None,
         granularity: Annotated[str, Query(max_length=16)] = "day",
     ) -> JSONResponse:
         """Accelerator-, CPU-core- and memory-GiB-hours of the jobs the caller may see (platform admins: all;
-        project admins: their projects; others: their own), per ``group_by`` (``user``/``project``/``model``) and
+        project admins: their projects; others: their own), per ``group_by`` (``user``/``project``/``model``;
+        default: ``user`` for project admins, else ``project``) and
         ``granularity`` (``day``/``month``, UTC) in ``[from, to)`` (ISO 8601 with offset; default the last 30
         days; at most 366 days)."""
         return JSONResponse(dump(await read(usage.usage, c, a, group_by, since, until, granularity)))

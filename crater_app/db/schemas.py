@@ -194,7 +194,8 @@ class UsageRowPublic(_Public):
 
 class UsagePublic(_Public):
     """``GET /api/v1/usage`` answer: the window ``from`` .. ``to`` (UTC, half-open), ``group_by``,
-    ``granularity``, ``rows`` (by period, then key) and ``totals``."""
+    ``granularity``, ``rows`` (by period, then key), ``keys`` (each key's totals over the window, period ``total``)
+    and ``totals``. In ``keys`` and ``totals`` a job counts once, in ``rows`` once per period it ran in."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
     group_by: str
@@ -202,6 +203,7 @@ class UsagePublic(_Public):
     start: datetime = Field(serialization_alias="from")
     end: datetime = Field(serialization_alias="to")
     rows: list[UsageRowPublic]
+    keys: list[UsageRowPublic]
     totals: UsageRowPublic
 
 

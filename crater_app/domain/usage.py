@@ -12,6 +12,7 @@ memory-GiB-hours = GiB (bytes / 2**30) x hours. Times are timezone-aware UTC.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Iterator
@@ -71,10 +72,12 @@ class UsageRow:
 
 @dataclass
 class UsageReport:
-    """Rows ordered by period then key, and the ``totals`` over the whole window (``key``/``period`` ``"total"``;
-    ``jobs`` counts each job once)."""
+    """Rows ordered by period then key; ``keys``: each key's totals over the window (``period`` ``"total"``), by
+    key; ``totals`` over everything (``key``/``period`` ``"total"``). In ``keys`` and ``totals`` ``jobs`` counts
+    each job once (a job running over several periods is in several rows)."""
 
     rows: list[UsageRow] = field(default_factory=list)
+    keys: list[UsageRow] = field(default_factory=list)
     totals: UsageRow = field(default_factory=lambda: UsageRow(key="total", period="total"))
 
 
@@ -125,51 +128,95 @@ def split(start: datetime, end: datetime, granularity: str) -> Iterator[tuple[st
         cursor = following
 
 
-def clip(run: JobRun, window: Window, now: datetime) -> tuple[datetime, datetime] | None:
-    """The part of ``run``'s interval inside ``window`` (a running job runs until ``now``), or ``None``."""
-    end = run.finished_at if run.finished_at is not None else now
-    start, end = max(_utc(run.started_at), window.start), min(_utc(end), window.end)
-    return (start, end) if end > start else None
+Span = tuple  # (key, start epoch s, end epoch s or None while running, gpus, cpu_m, memory_bytes)
+
+
+def periods(window: Window) -> tuple[list[float], list[str]]:
+    """The periods of ``window``: their start instants as POSIX seconds plus one sentinel (the end of the last),
+    and their labels (``YYYY-MM-DD`` or ``YYYY-MM``)."""
+    starts, labels = [], []
+    cursor = period_start(window.start, window.granularity)
+    while cursor < window.end:
+        starts.append(cursor.timestamp())
+        labels.append(period_label(cursor, window.granularity))
+        cursor = next_period(cursor, window.granularity)
+    starts.append(cursor.timestamp())
+    return starts, labels
+
+
+def aggregate(spans: Iterable[Span], window: Window, now: datetime) -> UsageReport:
+    """Usage of ``spans`` inside ``window`` per key and period (the arithmetic of :func:`rollup`, on plain tuples).
+
+    Args:
+        spans: ``(key, start, end, gpus, cpu_m, memory_bytes)`` with ``start``/``end`` as POSIX seconds (UTC) and
+            ``end`` ``None`` for a job still running (it runs until ``now``); ``key`` any hashable (names, ids).
+        window: the half-open window and its granularity (checked by the caller).
+
+    Returns:
+        Rows ordered by period, then key (keys must be mutually comparable), and the totals.
+    """
+    bounds, labels = periods(window)
+    first, last, now_s = window.start.timestamp(), window.end.timestamp(), _utc(now).timestamp()
+    count = len(labels)
+    cells: dict[tuple, list] = {}
+    per_key: dict = {}
+    for key, start, end, gpus, cpu_m, memory_bytes in spans:
+        if end is None:
+            end = now_s
+        if start < first:
+            start = first
+        if end > last:
+            end = last
+        if end <= start:
+            continue
+        cores, gib = cpu_m / 1000.0, memory_bytes / GIB
+        i = bisect_right(bounds, start) - 1
+        while i < count and bounds[i] < end:
+            lo, hi = bounds[i], bounds[i + 1]
+            hours = ((hi if hi < end else end) - (lo if lo > start else start)) / 3600.0
+            if hours > 0:
+                cell = cells.get((i, key))
+                if cell is None:
+                    cell = cells[(i, key)] = [0.0, 0.0, 0.0, 0]
+                cell[0] += gpus * hours
+                cell[1] += cores * hours
+                cell[2] += gib * hours
+                cell[3] += 1
+            i += 1
+        hours = (end - start) / 3600.0
+        total = per_key.get(key)
+        if total is None:
+            total = per_key[key] = [0.0, 0.0, 0.0, 0]
+        total[0] += gpus * hours
+        total[1] += cores * hours
+        total[2] += gib * hours
+        total[3] += 1
+    rows = [UsageRow(key=k, period=labels[i], accelerator_hours=c[0], cpu_core_hours=c[1], memory_gib_hours=c[2],
+                     jobs=c[3]) for (i, k), c in sorted(cells.items(), key=lambda item: item[0])]
+    keys = [UsageRow(key=k, period="total", accelerator_hours=t[0], cpu_core_hours=t[1], memory_gib_hours=t[2],
+                     jobs=t[3]) for k, t in sorted(per_key.items(), key=lambda item: item[0])]
+    totals = UsageRow(key="total", period="total", accelerator_hours=sum(t[0] for t in per_key.values()),
+                      cpu_core_hours=sum(t[1] for t in per_key.values()),
+                      memory_gib_hours=sum(t[2] for t in per_key.values()), jobs=sum(t[3] for t in per_key.values()))
+    return UsageReport(rows=rows, keys=keys, totals=totals)
 
 
 def rollup(runs: Iterable[JobRun], window: Window, group_by: str, now: datetime) -> UsageReport:
     """Usage of ``runs`` inside ``window``, per ``group_by`` key (``user``/``project``/``model``) and period.
 
-    Each run is clipped to the window (and to ``now`` while it runs), cut at period boundaries, and its
-    requested resources multiplied by the hours of each piece. Rows with no time in the window are left out.
+    Each run is clipped to the window (and to ``now`` while it runs), cut at period boundaries (UTC days or
+    calendar months), and its requested resources multiplied by the hours of each piece; ``jobs`` of a row counts
+    the runs with time in it. Rows with no time in the window are left out.
 
     Raises:
         InvalidInput: ``group_by`` or ``window.granularity`` unknown (field named).
     """
     check_choice(group_by, GROUP_BYS, "group_by")
     check_choice(window.granularity, GRANULARITIES, "granularity")
-    granularity = window.granularity
-    # key -> period -> [accelerator hours, core hours, GiB hours, jobs]
-    cells: dict[tuple[str, str], list[float]] = {}
-    totals = UsageRow(key="total", period="total")
-    for run in runs:
-        piece = clip(run, window, now)
-        if piece is None:
-            continue
-        key = getattr(run, group_by)
-        gpus, cores, gib = run.gpus, run.cpu_m / 1000.0, run.memory_bytes / GIB
-        for period, seconds in split(piece[0], piece[1], granularity):
-            hours = seconds / 3600.0
-            cell = cells.get((key, period))
-            if cell is None:
-                cell = cells[(key, period)] = [0.0, 0.0, 0.0, 0]
-            cell[0] += gpus * hours
-            cell[1] += cores * hours
-            cell[2] += gib * hours
-            cell[3] += 1
-        hours = (piece[1] - piece[0]).total_seconds() / 3600.0
-        totals.accelerator_hours += gpus * hours
-        totals.cpu_core_hours += cores * hours
-        totals.memory_gib_hours += gib * hours
-        totals.jobs += 1
-    rows = [UsageRow(key=k, period=p, accelerator_hours=c[0], cpu_core_hours=c[1], memory_gib_hours=c[2], jobs=int(c[3]))
-            for (k, p), c in sorted(cells.items(), key=lambda item: (item[0][1], item[0][0]))]
-    return UsageReport(rows=rows, totals=totals)
+    spans = ((getattr(r, group_by), _utc(r.started_at).timestamp(),
+              None if r.finished_at is None else _utc(r.finished_at).timestamp(), r.gpus, r.cpu_m, r.memory_bytes)
+             for r in runs)
+    return aggregate(spans, window, now)
 
 
 def check_choice(value: object, choices: tuple[str, ...], field_name: str) -> str:

@@ -39,6 +39,8 @@ def test_usage_rows_and_totals(api, vision):
         {"key": "A100", "period": "2026-11-11", "accelerator_hours": 4.0, "cpu_core_hours": 1.0,
          "memory_gib_hours": 4.0, "jobs": 1},
     ]
+    assert body["keys"] == [{"key": "A100", "period": "total", "accelerator_hours": 12.0, "cpu_core_hours": 3.0,
+                             "memory_gib_hours": 12.0, "jobs": 1}]
     assert body["totals"] == {"key": "total", "period": "total", "accelerator_hours": 12.0, "cpu_core_hours": 3.0,
                               "memory_gib_hours": 12.0, "jobs": 1}
     bob = api.client.get("/api/v1/usage", params={"from": "2026-11-01T00:00:00Z", "to": "2026-12-01T00:00:00Z"},

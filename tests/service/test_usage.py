@@ -145,3 +145,10 @@ def test_bad_input_names_the_field(lab, kwargs, field):
     with pytest.raises(InvalidInput) as exc:
         usage.usage(lab.world.ctx, lab.world.admin, **kwargs)
     assert exc.value.field == field
+
+
+def test_default_group_by_follows_the_role(lab):
+    ctx = lab.world.ctx
+    assert usage.usage(ctx, lab.world.admin, now=NOW).group_by == "project"
+    assert usage.usage(ctx, lab.pat, now=NOW).group_by == "user"
+    assert usage.usage(ctx, lab.alice, now=NOW).group_by == "project"

@@ -107,6 +107,9 @@ def test_rollup_groups_keys_and_counts_jobs_per_cell():
                      ("bob", "2026-11-02"): (pytest.approx(8), 1)}
     assert [r.period for r in report.rows] == sorted(r.period for r in report.rows)
     assert report.totals.jobs == 3 and report.totals.accelerator_hours == pytest.approx(35)
+    # per key over the window: alice's job 2 ran on both days but counts once
+    assert [(k.key, k.period, k.accelerator_hours, k.jobs) for k in report.keys] == [
+        ("alice", "total", pytest.approx(27), 2), ("bob", "total", pytest.approx(8), 1)]
 
 
 def test_model_key():
