@@ -5,5 +5,7 @@ from crater_app.state.auth import LoginState
 from crater_app.state.base import AppState
 from crater_app.state.jobs import JobDetailState, JobsState, NewJobState
 from crater_app.state.nodes import NodesState
+from crater_app.state.usage import UsageState
 
-__all__ = ["AppState", "AdminUsersState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState"]
+__all__ = ["AppState", "AdminUsersState", "JobDetailState", "JobsState", "LoginState", "NewJobState", "NodesState",
+           "UsageState"]

@@ -212,6 +212,8 @@ def navbar(active: str) -> rx.Component:
                 rx.hstack(
                     _nav_link(t("nav.jobs"), "/jobs", "list_checks", active == "jobs", "jobs"),
                     _nav_link(t("nav.nodes"), "/nodes", "server", active == "nodes", "nodes"),
+                    rx.cond(AppState.role != "guest",
+                            _nav_link(t("nav.usage"), "/usage", "chart_column", active == "usage", "usage")),
                     rx.cond(AppState.is_admin,
                             _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin")),
                     align="center",

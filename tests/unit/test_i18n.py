@@ -24,8 +24,13 @@ USE = re.compile(r"""\b(?:t|msg|FormError|translate)\(\s*(f?)(["'])([^"']+)\2"""
 
 
 def _load(lang: str) -> dict[str, str]:
+    """The language's whole table: ``i18n/<lang>.json`` merged with every area's ``i18n/<area>/<lang>.json``."""
     with open(PKG / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
-        return json.load(fh)
+        table = json.load(fh)
+    for path in sorted((PKG / "i18n").glob(f"*/{lang}.json")):
+        with open(path, encoding="utf-8") as fh:
+            table.update(json.load(fh))
+    return table
 
 
 def _used_keys() -> tuple[set[str], set[str]]:

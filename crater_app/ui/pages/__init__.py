@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.state import AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState
+from crater_app.state import AdminUsersState, JobDetailState, JobsState, LoginState, NewJobState, NodesState, UsageState
 from crater_app.ui.pages.admin_users import admin_users_page
 from crater_app.ui.pages.job_detail import job_detail_page
 from crater_app.ui.pages.job_new import new_job_page
@@ -12,6 +12,7 @@ from crater_app.ui.pages.jobs import jobs_page
 from crater_app.ui.pages.login import login
 from crater_app.ui.pages.nodes import nodes_page
 from crater_app.ui.pages.not_found import not_found_page
+from crater_app.ui.pages.usage import usage_page
 
 TITLE = "Crater"
 
@@ -30,5 +31,6 @@ def register(app: rx.App) -> None:
     app.add_page(job_detail_page, route="/jobs/[id]", title=TITLE, on_load=JobDetailState.load)
     app.add_page(nodes_page, route="/nodes", title=TITLE, on_load=NodesState.load)
     app.add_page(admin_users_page, route="/admin/users", title=TITLE, on_load=AdminUsersState.load)
+    app.add_page(usage_page, route="/usage", title=TITLE, on_load=UsageState.load)
     # Reflex's custom 404 page: the "404" route is what unknown paths render (App._prepare_page in reflex/app.py).
     app.add_page(not_found_page, route="404", title=f"404 · {TITLE}")
