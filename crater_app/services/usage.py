@@ -5,9 +5,10 @@ Visibility (``domain.policy.usage_scope``): platform admins see every job; proje
 projects; everyone else their own jobs only.
 
 Only jobs that overlap the window are read: ``started_at < to AND (finished_at IS NULL OR finished_at > from)``,
-with plain columns (no ORM objects). There is no index on ``started_at``/``finished_at``, so the database scans
-the jobs table (about 50 ms for 100,000 jobs on SQLite; see ``bench/usage.py``); an index on ``started_at`` would
-cut that for short windows over a long history.
+six plain columns per job with the times as POSIX seconds computed by the database (no ORM objects, no Python
+datetimes), streamed in chunks into the rollup. There is no index on ``started_at``/``finished_at``, so the
+database scans the jobs table; for a short window over a long history an index on ``(started_at)`` would let it
+skip most rows (see ``bench/usage.py`` for the figures).
 """
 
 from __future__ import annotations
