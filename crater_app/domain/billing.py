@@ -1,8 +1,8 @@
 """Billing in points: prices, the cost of a run, and which balance pays it. Pure; :mod:`crater_app.services.billing`
 keeps the books.
 
-Model (Crater's points billing, as in the seed's account/points design; Slurm's TRES billing weights price a job
-the same way: a weight per resource, times the allocation, times time):
+Model (issue 3: Crater's reference design bills in points with a free allowance per account member; the price
+of a job is computed like Slurm's ``TRESBillingWeights``: a weight per resource, times the allocation, times time):
 
 - A price is points per hour for one unit of a resource: ``cpu`` per core, ``memory`` per GiB, an accelerator
   resource (``nvidia.com/gpu``) per device. An accelerator price may name a ``model``; a job that asked for that

@@ -129,3 +129,12 @@ def test_validate_grant_and_allowance():
     with pytest.raises(InvalidInput) as exc:
         validate_allowance(-1)
     assert exc.value.field == "member_allowance_points"
+
+
+def test_billing_permissions():
+    from crater_app.domain.policy import Actor, can_manage_billing, can_read_balance, can_read_prices
+
+    admin, user, guest = Actor(1, "admin", "admin"), Actor(2, "alice", "user", {5: "admin"}), Actor(3, "gus", "guest")
+    assert can_manage_billing(admin) and not can_manage_billing(user) and not can_manage_billing(guest)
+    assert all(can_read_prices(a) and can_read_balance(a) for a in (admin, user, guest))
+    assert not can_read_prices(Actor(4, "x", "nobody"))

@@ -141,3 +141,11 @@ def test_rollup_refuses_unknown_group_by():
     with pytest.raises(InvalidInput) as exc:
         rollup([], Window(utc(2026, 11, 1), utc(2026, 11, 2)), "team", now=utc(2026, 11, 2))
     assert exc.value.field == "group_by"
+
+
+def test_usage_scope():
+    from crater_app.domain.policy import Actor, usage_scope
+
+    assert usage_scope(Actor(1, "admin", "admin")) == (True, [])
+    assert usage_scope(Actor(2, "pat", "user", {3: "admin", 4: "member", 1: "admin"})) == (False, [1, 3])
+    assert usage_scope(Actor(3, "vera", "user", {3: "viewer"})) == (False, [])
