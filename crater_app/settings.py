@@ -36,6 +36,8 @@ class Settings(BaseSettings):
             (Crater's default: 12 h once per 48 h); 0 turns the rule off.
         billing_enabled: charge points for run time and refuse submissions when balances are exhausted.
         billing_period: ``month`` (free allowances renew on the first of each month, UTC).
+        billing_charge_interval_s: the leader charges running jobs at most this often, seconds (a job that ends
+            is settled up to its end at the next charge).
         oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` empty turns it off; ``oidc_discovery_url``
             defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
@@ -65,6 +67,7 @@ class Settings(BaseSettings):
     auto_extend_window_s: int = 48 * 3600
     billing_enabled: bool = False
     billing_period: str = "month"
+    billing_charge_interval_s: float = 60.0
 
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""

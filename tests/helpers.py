@@ -112,3 +112,21 @@ def backend_pid(backend, uid: str) -> int:
     """Pid of the local backend's runner for ``uid`` (the leader of the job's process group)."""
     with backend._lock:
         return backend._conn.execute("SELECT pid FROM workloads WHERE uid = ?", (uid,)).fetchone()[0]
+
+
+def ran_job(ctx: ServiceContext, user_id: int, project_id: int, started_at: datetime | None,
+            finished_at: datetime | None = None, gpus: int = 1, cpu_m: int = 1000, memory_bytes: int = 2**30,
+            model: str | None = None, phase: str | None = None, resource: str = "nvidia.com/gpu") -> int:
+    """Write a job row that ran from ``started_at`` to ``finished_at`` (``None``: still Running) with the given
+    request, as the reconciler leaves it; no backend workload. For usage and billing tests. Returns its id."""
+    resources = {"cpu": f"{cpu_m}m", "memory": str(memory_bytes)}
+    if gpus:
+        resources[resource] = str(gpus)
+    job = Job(uid=str(uuid.uuid4()), name="ran", project_id=project_id, user_id=user_id, image="python:3.11",
+              command=["true"], resources=resources, cpu_m=cpu_m, memory_bytes=memory_bytes, gpus=gpus,
+              accelerator_model=model, phase=phase or ("Running" if finished_at is None else "Succeeded"),
+              created_at=started_at or T0, started_at=started_at, finished_at=finished_at)
+    with ctx.session() as s:
+        s.add(job)
+        s.flush()
+        return job.id  # type: ignore[return-value]

@@ -74,3 +74,10 @@ class Busy(CraterError):
 
     code = "busy"
     http_status = 429
+
+
+class PaymentRequired(CraterError):
+    """Billing is on and the caller's points (free allowance and extra balance) are used up. HTTP 402."""
+
+    code = "payment_required"
+    http_status = 402

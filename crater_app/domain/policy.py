@@ -157,4 +157,30 @@ def approval_projects(actor: Actor) -> list[int]:
 
 def can_read_notifications(actor: Actor) -> bool:
     """``notification:read``/``notification:mark-read``: every signed-in user, for their own notifications."""
+# --- Usage and billing (issue 3) ---------------------------------------------------------------------------------
+
+
+def usage_scope(actor: Actor) -> tuple[bool, list[int]]:
+    """``usage:read``: whose usage ``actor`` may see, as ``(everything, project ids)``.
+
+    Platform admins see everything (``(True, [])``); everyone else sees their own jobs plus every job of the
+    projects they administer (the ids returned). Viewers and members see only their own usage.
+    """
+    if actor.is_admin:
+        return True, []
+    return False, sorted(p for p, r in actor.project_roles.items() if r == "admin")
+
+
+def can_read_prices(actor: Actor) -> bool:
+    """``billing:prices:read``: every signed-in user (prices are public inside the platform)."""
+    return actor.role in PLATFORM_ROLES
+
+
+def can_manage_billing(actor: Actor) -> bool:
+    """``billing:write`` (set prices, grant extra points, set a project's member allowance): platform admins."""
+    return actor.is_admin
+
+
+def can_read_balance(actor: Actor) -> bool:
+    """``billing:balance:read`` of one's own balances: every signed-in user (a guest sees zeros)."""
     return actor.role in PLATFORM_ROLES

@@ -20,7 +20,7 @@ from crater_app.domain.naming import is_text
 from crater_app.domain.placement import Request, never_fits
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import Actor, can_cancel_job, can_read_job, can_submit, readable_projects
-from crater_app.services import oplog
+from crater_app.services import billing, oplog
 from crater_app.services.context import ServiceContext
 
 MAX_PAGE_SIZE = 200
@@ -103,6 +103,7 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     project_id, project_name = _submit_project(ctx, actor, spec.project)
     if not can_submit(actor, project_id):
         raise Forbidden(f"you may not submit jobs to project '{project_name}'", "project")
+    billing.check_can_submit(ctx, actor, project_id)  # PaymentRequired when billing is on and points are used up
     _check_fits(ctx, spec, resources)
     # Everything is prepared before the write transaction, which then only runs INSERTs: SQLite has one writer
     # at a time, so the time spent holding its lock bounds the submission rate. Concurrent submissions share

@@ -20,7 +20,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, JobEvent, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import approvals, leases
+from crater_app.services import approvals, billing, leases
 from crater_app.services.context import ServiceContext
 from crater_app.services.jobs import workload_of
 
@@ -206,6 +206,7 @@ class LeaderLoop:
         if time.monotonic() - self._orphans_at >= self.ORPHANS_EVERY_S:
             self._orphans_at = time.monotonic()
             approvals.close_orphans(self.ctx)
+        billing.charge_if_due(self.ctx)  # at most every settings.billing_charge_interval_s; nothing when billing is off
 
     def run(self) -> None:
         """Loop until :meth:`stop`; errors are logged and the loop goes on.

@@ -9,9 +9,10 @@ from crater_app.state.nodes import NodesState
 from crater_app.state.oplog import OperationLogState
 from crater_app.state.projects import ProjectDetailState, ProjectsState
 from crater_app.state.tokens import TokensState
+from crater_app.state.usage import UsageState
 
 __all__ = [
     "AppState", "AdminUsersState", "ApprovalsState", "NotificationsState", "JobDetailState", "JobsState",
     "LoginState", "NewJobState", "NodesState", "OperationLogState", "ProjectDetailState", "ProjectsState",
-    "TokensState",
+    "TokensState", "UsageState",
 ]

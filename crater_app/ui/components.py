@@ -292,6 +292,8 @@ def navbar(active: str) -> rx.Component:
                     # Phones reach /approvals through the bell's menu ("All requests"): the bar has no room.
                     rx.box(_nav_link(t("nav.approvals"), "/approvals", "clipboard_check", active == "approvals",
                                      "approvals"), display=wide_only("block")),
+                    rx.cond(AppState.role != "guest",
+                            _nav_link(t("nav.usage"), "/usage", "chart_column", active == "usage", "usage")),
                     rx.cond(AppState.is_admin,
                             rx.fragment(
                                 _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin"),

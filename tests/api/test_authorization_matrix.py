@@ -136,6 +136,16 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
         (401, 404, 404, 404, 403, OK, OK)),
     ("GET", f"{P}/notifications"): (fixed(f"{P}/notifications"), (401, OK, OK, OK, OK, OK, OK)),
     ("POST", f"{P}/notifications/read"): (fixed(f"{P}/notifications/read", {}), (401, OK, OK, OK, OK, OK, OK)),
+    # Usage and billing: everyone signed in reads usage (own / their projects' / all) and their balance.
+    ("GET", f"{P}/usage"): (fixed(f"{P}/usage?group_by=user"), (401, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/billing/prices"): (fixed(f"{P}/billing/prices"), (401, OK, OK, OK, OK, OK, OK)),
+    ("PUT", f"{P}/billing/prices"): (fixed(f"{P}/billing/prices", [{"resource": "nvidia.com/gpu", "points_per_hour": 10}]),
+                                     (401, 403, 403, 403, 403, 403, OK)),
+    ("GET", f"{P}/billing/balance"): (fixed(f"{P}/billing/balance"), (401, OK, OK, OK, OK, OK, OK)),
+    ("POST", f"{P}/billing/grants"): (fixed(f"{P}/billing/grants", {"username": "alice", "points": 5, "note": "m"}),
+                                      (401, 403, 403, 403, 403, 403, OK)),
+    ("PUT", f"{P}/projects/{{name}}/billing"): (fixed(f"{P}/projects/proj/billing", {"member_allowance_points": 50}),
+                                                (401, 404, 403, 404, 403, 403, OK)),
 }
 
 

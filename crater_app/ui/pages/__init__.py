@@ -6,7 +6,7 @@ import reflex as rx
 
 from crater_app.state import (
     AdminUsersState, ApprovalsState, JobDetailState, JobsState, LoginState, NewJobState, NodesState,
-    OperationLogState, ProjectDetailState, ProjectsState, TokensState,
+    OperationLogState, ProjectDetailState, ProjectsState, TokensState, UsageState,
 )
 from crater_app.ui.pages.admin_users import admin_users_page
 from crater_app.ui.pages.approvals import approvals_page
@@ -20,6 +20,7 @@ from crater_app.ui.pages.operation_log import operation_log_page
 from crater_app.ui.pages.project_detail import project_detail_page
 from crater_app.ui.pages.projects import projects_page
 from crater_app.ui.pages.tokens import tokens_page
+from crater_app.ui.pages.usage import usage_page
 
 TITLE = "Crater"
 
@@ -43,5 +44,6 @@ def register(app: rx.App) -> None:
     app.add_page(project_detail_page, route="/projects/[project_name]", title=TITLE, on_load=ProjectDetailState.load)
     app.add_page(tokens_page, route="/tokens", title=TITLE, on_load=TokensState.load)
     app.add_page(operation_log_page, route="/admin/operation-logs", title=TITLE, on_load=OperationLogState.load)
+    app.add_page(usage_page, route="/usage", title=TITLE, on_load=UsageState.load)
     # Reflex's custom 404 page: the "404" route is what unknown paths render (App._prepare_page in reflex/app.py).
     app.add_page(not_found_page, route="404", title=f"404 · {TITLE}")

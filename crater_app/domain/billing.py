@@ -1,0 +1,191 @@
+"""Billing in points: prices, the cost of a run, and which balance pays it. Pure; :mod:`crater_app.services.billing`
+keeps the books.
+
+Model (issue 3: Crater's reference design bills in points with a free allowance per account member; the price
+of a job is computed like Slurm's ``TRESBillingWeights``: a weight per resource, times the allocation, times time):
+
+- A price is points per hour for one unit of a resource: ``cpu`` per core, ``memory`` per GiB, an accelerator
+  resource (``nvidia.com/gpu``) per device. An accelerator price may name a ``model``; a job that asked for that
+  model pays it, any other job the resource's generic price (``model == ""``). A resource without a price is free.
+- Each member of a project gets ``member_allowance_points`` free points per billing period (UTC calendar month) in
+  that project; each user holds an ``extra`` balance on top. A charge takes the allowance of the job's project
+  first, then the extra balance. The extra balance may go below zero when a running job outlasts it (a job is not
+  stopped for billing); new submissions are refused while both balances are used up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.naming import is_text
+from crater_app.domain.resources import CPU, MEMORY
+
+GIB = 2**30
+#: at most this many price rows
+MAX_PRICES = 256
+#: the largest price of one unit per hour, points
+MAX_POINTS_PER_HOUR = 1_000_000.0
+#: the largest grant (or take-back) in one request, points
+MAX_GRANT_POINTS = 1_000_000_000.0
+#: the largest free allowance per member and period, points
+MAX_ALLOWANCE_POINTS = 1_000_000_000.0
+MAX_MODEL_CHARS = 128
+MAX_NOTE_CHARS = 255
+# A Kubernetes extended resource name (as in domain.resources): a domain-qualified name, e.g. nvidia.com/gpu.
+_EXTENDED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Price:
+    """``points_per_hour`` for one unit of ``resource`` (a core, a GiB, a device), for accelerator ``model`` only
+    or for every model (``model == ""``)."""
+
+    resource: str
+    model: str
+    points_per_hour: float
+
+
+PriceTable = dict[tuple[str, str], float]
+
+
+def price_table(prices: list[Price]) -> PriceTable:
+    """``{(resource, model): points_per_hour}`` of ``prices``."""
+    return {(p.resource, p.model): p.points_per_hour for p in prices}
+
+
+def unit_price(table: PriceTable, resource: str, model: str | None = None) -> float:
+    """Points per hour of one unit of ``resource``: the price for ``model`` when there is one, else the generic
+    price (``model == ""``), else 0 (free)."""
+    if model:
+        specific = table.get((resource, model))
+        if specific is not None:
+            return specific
+    return table.get((resource, ""), 0.0)
+
+
+def hourly_rate(table: PriceTable, cpu_m: int, memory_bytes: int, accelerators: dict[str, int],
+                model: str | None) -> float:
+    """Points per hour of a job holding ``cpu_m`` millicores, ``memory_bytes`` bytes and ``accelerators``
+    (resource name -> devices) of accelerator ``model`` (``None``: any model; the generic prices apply)."""
+    rate = cpu_m / 1000.0 * unit_price(table, CPU) + memory_bytes / GIB * unit_price(table, MEMORY)
+    for resource, devices in accelerators.items():
+        rate += devices * unit_price(table, resource, model)
+    return rate
+
+
+def cost(rate_per_hour: float, seconds: float) -> float:
+    """Points for ``seconds`` of run time at ``rate_per_hour`` (0 for no time)."""
+    return rate_per_hour * max(0.0, seconds) / 3600.0
+
+
+def split_charge(points: float, allowance_left: float) -> tuple[float, float]:
+    """How a charge of ``points`` (>= 0) is paid: ``(from the allowance, from the extra balance)``.
+
+    The allowance pays what it has left (never below zero); the extra balance pays the rest, even when that
+    takes it below zero (a running job is not stopped for billing).
+    """
+    from_allowance = min(points, max(0.0, allowance_left))
+    return from_allowance, points - from_allowance
+
+
+def exhausted(allowance_left: float, extra: float) -> bool:
+    """Both balances are used up: nothing left of the allowance and no positive extra balance."""
+    return allowance_left <= 0.0 and extra <= 0.0
+
+
+def period_of(at: datetime) -> str:
+    """The billing period containing ``at``: its UTC calendar month, ``YYYY-MM``."""
+    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
+    return at.strftime("%Y-%m")
+
+
+def refusal(project: str, allowance: float, extra: float) -> str:
+    """The sentence a refused submission shows (numbers rounded to 2 decimals)."""
+    return (f"billing: your free allowance in project {project} ({_points(allowance)} points this month) and your "
+            f"extra balance ({_points(extra)} points) are used up; ask a platform admin for more points")
+
+
+def _points(value: float) -> str:
+    return f"{round(value, 2):g}"
+
+
+def _number(value: object, field: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInput(f"{field} must be a number between {low:g} and {high:g}", field)
+    if not low <= value <= high:
+        raise InvalidInput(f"{field} must be between {low:g} and {high:g} (got {value:g})", field)
+    return float(value)
+
+
+def validate_prices(raw: object) -> list[Price]:
+    """The price table of a ``PUT /billing/prices`` body: a list of ``{resource, model?, points_per_hour}``.
+
+    ``resource`` is ``cpu``, ``memory`` or an accelerator resource name (``nvidia.com/gpu``); ``model`` (at most
+    128 characters) only for accelerator resources; ``points_per_hour`` 0..1,000,000; each (resource, model) once;
+    at most 256 rows.
+
+    Raises:
+        InvalidInput: naming the field (``prices[2].points_per_hour``) and the limit.
+    """
+    if not isinstance(raw, list):
+        raise InvalidInput("body must be a list of {resource, model?, points_per_hour}", "prices")
+    if len(raw) > MAX_PRICES:
+        raise InvalidInput(f"at most {MAX_PRICES} prices (got {len(raw)})", "prices")
+    out: list[Price] = []
+    seen: set[tuple[str, str]] = set()
+    for i, item in enumerate(raw):
+        at = f"prices[{i}]"
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{at} must be an object {{resource, model?, points_per_hour}}", at)
+        unknown = sorted(str(k) for k in set(item) - {"resource", "model", "points_per_hour"})
+        if unknown:
+            raise InvalidInput(f"{at}: unknown field '{unknown[0]}'; allowed: model, points_per_hour, resource",
+                               f"{at}.{unknown[0]}")
+        resource = item.get("resource")
+        if not isinstance(resource, str) or not (resource in (CPU, MEMORY) or (
+                len(resource) <= 253 and _EXTENDED.fullmatch(resource))):
+            raise InvalidInput(f"{at}.resource must be 'cpu', 'memory' or an accelerator resource name such as "
+                               "'nvidia.com/gpu'", f"{at}.resource")
+        model = item.get("model", "")
+        if model is None:
+            model = ""
+        if not isinstance(model, str) or len(model) > MAX_MODEL_CHARS or not is_text(model):
+            raise InvalidInput(f"{at}.model must be text of at most {MAX_MODEL_CHARS} characters", f"{at}.model")
+        model = model.strip()
+        if model and resource in (CPU, MEMORY):
+            raise InvalidInput(f"{at}.model applies to accelerator resources only, not '{resource}'", f"{at}.model")
+        if "points_per_hour" not in item:
+            raise InvalidInput(f"{at}.points_per_hour is required", f"{at}.points_per_hour")
+        points = _number(item["points_per_hour"], f"{at}.points_per_hour", 0.0, MAX_POINTS_PER_HOUR)
+        if (resource, model) in seen:
+            raise InvalidInput(f"{at}: the price of {resource}{' ' + model if model else ''} is given twice",
+                               f"{at}.resource")
+        seen.add((resource, model))
+        out.append(Price(resource=resource, model=model, points_per_hour=points))
+    return out
+
+
+def validate_grant(points: object, note: object) -> tuple[float, str]:
+    """``(points, note)`` of a grant: points non-zero within +-1,000,000,000 (negative takes points back), note
+    text of at most 255 characters.
+
+    Raises:
+        InvalidInput: field ``points`` or ``note``.
+    """
+    value = _number(points, "points", -MAX_GRANT_POINTS, MAX_GRANT_POINTS)
+    if value == 0:
+        raise InvalidInput("points must not be 0", "points")
+    if note is None:
+        note = ""
+    if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or not is_text(note):
+        raise InvalidInput(f"note must be text of at most {MAX_NOTE_CHARS} characters", "note")
+    return value, note
+
+
+def validate_allowance(points: object) -> float:
+    """A project's ``member_allowance_points``: 0..1,000,000,000. Raises :class:`InvalidInput` naming it."""
+    return _number(points, "member_allowance_points", 0.0, MAX_ALLOWANCE_POINTS)
