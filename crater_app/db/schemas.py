@@ -231,6 +231,8 @@ class NotificationList(_Public):
 
     items: list[NotificationPublic]
     unread: int
+
+
 # --- Usage and billing (issue 3) ---------------------------------------------------------------------------------
 
 

@@ -157,6 +157,9 @@ def approval_projects(actor: Actor) -> list[int]:
 
 def can_read_notifications(actor: Actor) -> bool:
     """``notification:read``/``notification:mark-read``: every signed-in user, for their own notifications."""
+    return actor.role in PLATFORM_ROLES
+
+
 # --- Usage and billing (issue 3) ---------------------------------------------------------------------------------
 
 

@@ -293,7 +293,8 @@ def navbar(active: str) -> rx.Component:
                     rx.box(_nav_link(t("nav.approvals"), "/approvals", "clipboard_check", active == "approvals",
                                      "approvals"), display=wide_only("block")),
                     rx.cond(AppState.role != "guest",
-                            _nav_link(t("nav.usage"), "/usage", "chart_column", active == "usage", "usage")),
+                            _nav_link(t("nav.usage"), "/usage", "chart_column", active == "usage", "usage",
+                                      display=wide_only("block"))),
                     rx.cond(AppState.is_admin,
                             rx.fragment(
                                 _nav_link(t("nav.admin"), "/admin/users", "users", active == "admin", "admin"),
