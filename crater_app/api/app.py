@@ -17,7 +17,7 @@ from starlette.routing import Match
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import docs, errors, governance, metrics
+from crater_app.api import accounts, docs, errors, governance, metrics
 from crater_app.api.body import decode_body, decode_object
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.errors import NotFound
@@ -180,6 +180,8 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
 
     # Projects, members, personal tokens, operation log; before the catch-all below, which must stay last.
     governance.install(app, API_PREFIX, Ctx, Me, _read)
+    # Single sign-on, self sign-up, one account's administration.
+    accounts.install(app, API_PREFIX, Ctx, Me, _read)
 
     @app.api_route(f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                    include_in_schema=False)
