@@ -334,3 +334,34 @@ class Provider:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+
+
+# ---- pytest fixtures (imported by the OIDC tests) ----------------------------------------------------------------
+import pytest  # noqa: E402
+
+from crater_app.auth import oidc as _oidc  # noqa: E402
+
+CALLBACK = "http://testserver/api/v1/auth/oidc/callback"
+MAPPING = {"ml-team": {"project": "ml", "role": "member"}, "ml-leads": {"project": "ml", "role": "admin"},
+           "vision": {"project": "vision", "role": "viewer"}, "ghost": {"project": "no-such-project"}}
+
+
+@pytest.fixture
+def provider():
+    """A running provider whose client ``crater`` may redirect to Crater's callback on the TestClient host."""
+    p = Provider(redirect_uris=[CALLBACK]).start()
+    _oidc.forget_cached_documents()
+    try:
+        yield p
+    finally:
+        p.stop()
+        _oidc.forget_cached_documents()
+
+
+def oidc_settings(settings, provider: Provider, **extra):
+    """``settings`` with OIDC pointed at ``provider`` (and the group mapping above)."""
+    values = dict(oidc_issuer=provider.issuer, oidc_client_id=provider.client.client_id,
+                  oidc_client_secret=provider.client.client_secret, oidc_redirect_url=CALLBACK,
+                  oidc_scopes="openid profile email groups", oidc_group_mapping=json.dumps(MAPPING))
+    values.update(extra)
+    return settings.model_copy(update=values)

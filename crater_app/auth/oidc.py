@@ -120,7 +120,8 @@ def _get_json(url: str, what: str) -> dict:
         response.raise_for_status()
         data = response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise OidcError(f"cannot read the {what} at {url}: {str(exc)[:200]}", "config") from None
+        raise OidcError(f"cannot read the {what} at {url}: {(str(exc).splitlines() or [''])[0][:200]}",
+                        "config") from None
     if not isinstance(data, dict):
         raise OidcError(f"the {what} at {url} is not a JSON object", "config")
     return data
