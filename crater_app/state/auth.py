@@ -12,8 +12,14 @@ from crater_app.domain.policy import Actor
 from crater_app.services import oidc_login, users
 from crater_app.state.base import AppState
 
-#: ``sso_error`` reasons of /api/v1/auth/oidc/callback that have their own sentence (``login.sso.error.<reason>``)
-SSO_ERROR_REASONS = ("disabled", "config", "idp", "state", "exchange", "id_token", "claims", "account")
+#: ``sso_error`` reason of /api/v1/auth/oidc/callback -> its sentence's key
+SSO_ERROR_KEYS = {
+    "disabled": "login.sso.error.disabled", "config": "login.sso.error.config", "idp": "login.sso.error.idp",
+    "state": "login.sso.error.state", "exchange": "login.sso.error.exchange", "id_token": "login.sso.error.id_token",
+    "claims": "login.sso.error.claims", "account": "login.sso.error.account",
+}
+#: account status that cannot sign in -> its sentence's key
+INACTIVE_KEYS = {"pending": "login.error.pending", "disabled": "login.error.disabled"}
 
 
 def _sign_in(username: str, password: str) -> tuple[str, Actor]:
@@ -66,13 +72,13 @@ class LoginState(AppState):
         params = dict(self.router.url.query_parameters)
         code, reason = str(params.get("sso", "")), str(params.get("sso_error", ""))
         if reason:
-            self.error = self.msg(f"login.sso.error.{reason}" if reason in SSO_ERROR_REASONS else "login.sso.error.config")
+            self.error = self.msg(SSO_ERROR_KEYS.get(reason, "login.sso.error.config"))
             return None
         if code:
             try:
                 token, actor = await asyncio.to_thread(_redeem, code)
             except users.AccountNotActive as exc:
-                self.error = self.msg(f"login.error.{exc.status}")
+                self.error = self.msg(INACTIVE_KEYS.get(exc.status, "login.error.disabled"))
                 return None
             except CraterError:
                 self.error = self.msg("login.sso.error.code")
@@ -107,7 +113,7 @@ class LoginState(AppState):
         try:
             token, actor = await asyncio.to_thread(_sign_in, username, password)
         except users.AccountNotActive as exc:
-            self.error = self.msg(f"login.error.{exc.status}")
+            self.error = self.msg(INACTIVE_KEYS.get(exc.status, "login.error.disabled"))
             return
         except Unauthenticated:
             self.error = self.msg("login.error.failed")

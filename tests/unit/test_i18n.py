@@ -24,8 +24,12 @@ USE = re.compile(r"""\b(?:t|msg|FormError|translate)\(\s*(f?)(["'])([^"']+)\2"""
 
 
 def _load(lang: str) -> dict[str, str]:
-    with open(PKG / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
-        return json.load(fh)
+    """The language's table as the console gets it: ``i18n/<lang>.json`` plus every area's ``i18n/*/<lang>.json``."""
+    table: dict[str, str] = {}
+    for path in [PKG / "i18n" / f"{lang}.json", *sorted((PKG / "i18n").glob(f"*/{lang}.json"))]:
+        with open(path, encoding="utf-8") as fh:
+            table.update(json.load(fh))
+    return table
 
 
 def _used_keys() -> tuple[set[str], set[str]]:

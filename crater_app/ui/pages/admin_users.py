@@ -87,8 +87,8 @@ def _actions(user: rx.Var) -> rx.Component:
     )
 
 
-def _limit_input(name: str) -> rx.Component:
-    return field(t(f"admin.{name}"), rx.input(
+def _limit_input(name: str, label: rx.Var) -> rx.Component:
+    return field(label, rx.input(
         name=name, id=f"edit-{name}", default_value=AdminUsersState.edit_limits[name],
         placeholder=AppState.tr["admin.limit.default"], font_family=MONO,
         color_scheme=rx.cond(AdminUsersState.edit_error_field == name, "red", "gray"),
@@ -114,9 +114,9 @@ def _edit_dialog() -> rx.Component:
                             rx.select.content(*[rx.select.item(t(f"status.{x}"), value=x) for x in STATUSES]),
                             value=AdminUsersState.edit_status, on_change=AdminUsersState.set_edit_status,
                         )),
-                        _limit_input("max_sessions"),
-                        _limit_input("max_accelerators_per_job"),
-                        _limit_input("max_runtime"),
+                        _limit_input("max_sessions", t("admin.max_sessions")),
+                        _limit_input("max_accelerators_per_job", t("admin.max_accelerators_per_job")),
+                        _limit_input("max_runtime", t("admin.max_runtime")),
                         columns=rx.breakpoints(initial="1", sm="2"),
                         spacing="4",
                         width="100%",

@@ -22,9 +22,10 @@ def _sso() -> rx.Component:
     )
 
 
-def _signup_input(name: str, kind: str = "text", auto: str = "off", required: bool = False) -> rx.Component:
+def _signup_input(name: str, label: rx.Var, kind: str = "text", auto: str = "off",
+                  required: bool = False) -> rx.Component:
     return rx.vstack(
-        rx.text(t(f"signup.{name}"), size="2", weight="medium", as_="label", html_for=f"signup-{name}"),
+        rx.text(label, size="2", weight="medium", as_="label", html_for=f"signup-{name}"),
         rx.input(id=f"signup-{name}", name=name, type=kind, auto_complete=auto, required=required, width="100%",
                  color_scheme=rx.cond(LoginState.signup_error_field == name, "red", "gray")),
         spacing="1", width="100%",
@@ -42,11 +43,11 @@ def _signup() -> rx.Component:
                     rx.heading(t("signup.title"), size="3"),
                     rx.text(t("signup.subtitle"), size="1", color_scheme="gray"),
                     error_callout(LoginState.signup_error, id="signup-error"),
-                    _signup_input("username", auto="username", required=True),
-                    _signup_input("password", "password", "new-password", True),
-                    _signup_input("password_again", "password", "new-password", True),
-                    _signup_input("email", "email", "email"),
-                    _signup_input("display_name", auto="name"),
+                    _signup_input("username", t("signup.username"), auto="username", required=True),
+                    _signup_input("password", t("signup.password"), "password", "new-password", True),
+                    _signup_input("password_again", t("signup.password_again"), "password", "new-password", True),
+                    _signup_input("email", t("signup.email"), "email", "email"),
+                    _signup_input("display_name", t("signup.display_name"), auto="name"),
                     rx.hstack(
                         rx.button(t("signup.cancel"), type="button", variant="soft", color_scheme="gray",
                                   on_click=LoginState.toggle_signup),
