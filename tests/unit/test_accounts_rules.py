@@ -30,3 +30,15 @@ def test_limit_changes_from_form():
     assert limit_changes({"max_sessions": " 3 ", "max_accelerators_per_job": "", "max_runtime": "12h"}) == {
         "max_sessions": 3, "max_accelerators_per_job": None, "max_runtime": "12h"}
     assert limit_changes({"max_sessions": "-1"})["max_sessions"] == "-1"  # the service names the field
+
+
+def test_derived_keys(tmp_path):
+    from crater_app.auth.keys import SECRET_FILE, derive_key
+
+    a = derive_key("", tmp_path, "oidc-pending-login")
+    assert derive_key("", tmp_path, "oidc-pending-login") == a and len(a) == 32  # the same file secret
+    assert (tmp_path / SECRET_FILE).stat().st_mode & 0o777 == 0o600
+    assert derive_key("", tmp_path, "other-purpose") != a
+    assert derive_key("configured", tmp_path, "oidc-pending-login") != a
+    assert derive_key("configured", tmp_path / "elsewhere", "oidc-pending-login") == \
+        derive_key("configured", tmp_path, "oidc-pending-login")
