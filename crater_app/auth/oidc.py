@@ -30,7 +30,7 @@ from authlib.common.security import generate_token
 from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from joserfc import jwe, jwt
-from joserfc.errors import JoseError
+from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet, OctKey
 from joserfc.jwt import JWTClaimsRegistry
 
@@ -39,6 +39,7 @@ from crater_app.domain.errors import Unauthenticated
 PENDING_TTL_S = 600  # a login started more than 10 minutes ago is refused at the callback
 CLOCK_LEEWAY_S = 60  # tolerated clock difference with the provider for exp/iat
 DISCOVERY_TTL_S = 3600.0  # discovery documents and JWKS are fetched again after an hour (or on an unknown key id)
+JWKS_MIN_REFETCH_S = 30.0  # tokens with unknown key ids refetch the JWKS at most this often (no amplification)
 HTTP_TIMEOUT_S = 10.0
 # Asymmetric JWS algorithms accepted for ID tokens; never "none" or HMAC with the client secret.
 ID_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -154,8 +155,10 @@ def discover(provider: ProviderSettings) -> dict:
 def _key_set(jwks_uri: str, refresh: bool = False) -> KeySet:
     with _cache_lock:
         hit = _key_sets.get(jwks_uri)
-    if hit is not None and not refresh and time.monotonic() - hit[0] < DISCOVERY_TTL_S:
-        return hit[1]
+    if hit is not None:
+        age = time.monotonic() - hit[0]
+        if age < (JWKS_MIN_REFETCH_S if refresh else DISCOVERY_TTL_S):
+            return hit[1]
     data = _get_json(jwks_uri, "key set (JWKS)")
     try:
         keys = KeySet.import_key_set(data)  # type: ignore[arg-type]
@@ -301,9 +304,7 @@ def verify_id_token(provider: ProviderSettings, doc: dict, id_token: str, nonce:
     try:
         try:
             decoded = jwt.decode(id_token, _key_set(doc["jwks_uri"]), algorithms=algorithms)
-        except ValueError as exc:  # joserfc: no key with the token's "kid" -> the provider may have rotated keys
-            if "key" not in str(exc).lower():
-                raise
+        except InvalidKeyIdError:  # a key id the cached JWKS lacks: the provider rotated its keys; fetch them again
             decoded = jwt.decode(id_token, _key_set(doc["jwks_uri"], refresh=True), algorithms=algorithms)
     except (JoseError, ValueError, TypeError) as exc:
         raise OidcError(f"the ID token's signature is not valid: {type(exc).__name__}: {str(exc)[:200]}",

@@ -174,6 +174,24 @@ def test_pkce_verifier_is_sent_and_enforced(sso, provider):  # noqa: F811
     assert create_s256_code_challenge(sent["code_verifier"]) == provider.authorize_requests[-1]["code_challenge"]
 
 
+def test_provider_key_rotation_refetches_jwks(sso, provider, monkeypatch):  # noqa: F811
+    from joserfc.jwk import RSAKey
+
+    from crater_app.auth import oidc
+
+    ctx = sso.ctx
+    url, sealed = oidc_login.start(ctx)
+    oidc_login.complete(ctx, sealed, authorize(url))  # JWKS now cached
+    provider.key = RSAKey.generate_key(2048, parameters={"kid": "test-key-2", "use": "sig", "alg": "RS256"})
+    url, sealed = oidc_login.start(ctx)
+    with pytest.raises(OidcError) as exc:  # refetched less than 30 s ago: the unknown key id is refused
+        oidc_login.complete(ctx, sealed, authorize(url))
+    assert exc.value.reason == "id_token" and "InvalidKeyIdError" in exc.value.message
+    monkeypatch.setattr(oidc, "JWKS_MIN_REFETCH_S", 0.0)  # ...and later the rotated key is fetched and accepted
+    url, sealed = oidc_login.start(ctx)
+    assert oidc_login.complete(ctx, sealed, authorize(url)).username == "zhang-san"
+
+
 def test_same_state_cannot_complete_twice(sso, provider):  # noqa: F811
     ctx = sso.ctx
     url, sealed = oidc_login.start(ctx)
