@@ -7,7 +7,9 @@ and S256 only (``rfc7636.CodeChallenge``) and ID tokens (``authlib.oidc.core.Ope
 Knobs for the failure tests (attributes of :class:`Provider`, changed between requests): ``expired`` issues ID
 tokens that expired an hour ago, ``audience`` puts another audience in them, ``tamper`` flips a byte of their
 signature, ``issuer_claim`` puts another ``iss`` in them, ``deny`` answers the authorization request with
-``error=access_denied``. ``authorize_requests`` and ``token_requests`` record what Crater sent.
+``error=access_denied``, ``claims_in_id_token`` False puts only ``sub`` in ID tokens (the other claims come from
+the UserInfo endpoint, as OpenID Connect Core §5.4 allows), ``userinfo_sub`` makes UserInfo answer for another
+subject. ``authorize_requests``, ``token_requests`` and ``userinfo_requests`` record what Crater sent.
 """
 
 from __future__ import annotations
@@ -158,6 +160,10 @@ class Provider:
         self.tamper = False
         self.issuer_claim: str | None = None
         self.deny = False
+        self.claims_in_id_token = True
+        self.userinfo_sub: str | None = None
+        self.access_tokens: dict[str, TestUser] = {}
+        self.userinfo_requests = 0
         self.authorize_requests: list[dict] = []
         self.token_requests: list[dict] = []
         self.issuer = ""
@@ -173,7 +179,7 @@ class Provider:
                 return provider.client if client_id == provider.client.client_id else None
 
             def save_token(self, token, request):
-                return None
+                provider.access_tokens[token["access_token"]] = request.user
 
             def create_oauth2_request(self, request):
                 return request
@@ -231,8 +237,9 @@ class Provider:
                 return claims
 
             def generate_user_info(self, user, scope):
-                return UserInfo(sub=user.sub, preferred_username=user.preferred_username, email=user.email,
-                                name=user.name, groups=list(user.groups))
+                if not provider.claims_in_id_token:
+                    return UserInfo(sub=user.sub)
+                return provider.user_info(user)
 
             def encode_id_token(self, token, request):
                 value = super().encode_id_token(token, request)
@@ -248,6 +255,11 @@ class Provider:
         server.register_grant(CodeGrant, [_S256Only(required=True), IdToken(require_nonce=True)])
         return server
 
+    def user_info(self, user: TestUser) -> dict:
+        """The user's claims (ID token and UserInfo)."""
+        return dict(UserInfo(sub=user.sub, preferred_username=user.preferred_username, email=user.email,
+                             name=user.name, groups=list(user.groups)))
+
     # ---- HTTP ----------------------------------------------------------------------------------------------
     def discovery(self) -> dict:
         """The OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3)."""
@@ -256,6 +268,7 @@ class Provider:
             "authorization_endpoint": f"{self.issuer}/authorize",
             "token_endpoint": f"{self.issuer}/token",
             "jwks_uri": f"{self.issuer}/jwks",
+            "userinfo_endpoint": f"{self.issuer}/userinfo",
             "response_types_supported": ["code"],
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256"],
@@ -286,6 +299,16 @@ class Provider:
             except OAuth2Error as error:
                 return self.server.handle_error_response(request, error)
             return self.server.create_authorization_response(request, grant_user=self.user, grant=grant)
+        if path == "/userinfo":
+            self.userinfo_requests += 1
+            scheme, _, token = headers.get("Authorization", "").partition(" ")
+            user = self.access_tokens.get(token) if scheme.lower() == "bearer" else None
+            if user is None:
+                return 401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer error="invalid_token"')]
+            info = self.user_info(user)
+            if self.userinfo_sub:
+                info["sub"] = self.userinfo_sub
+            return 200, info, []
         if path == "/token" and method == "POST":
             self.token_requests.append(dict(form))
             return self.server.create_token_response(_Request(method, uri, headers, query, form))

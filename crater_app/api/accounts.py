@@ -52,6 +52,18 @@ def _console_url(configured: str, path: str, params: dict[str, str]) -> str:
     return f"{origin}{path}?{urlencode(params)}"
 
 
+def _failure(request: Request, redirect_url: str, exc: OidcError) -> Response:
+    """A failed sign-in: for a browser (``Accept: text/html``) 302 to ``/login?sso_error=<reason>``, where the
+    console explains it in the user's language; for other clients the JSON error (401)."""
+    if "text/html" in request.headers.get("accept", ""):
+        response: Response = RedirectResponse(_console_url(redirect_url, "/login", {"sso_error": exc.reason}),
+                                              status_code=302)
+    else:
+        response = JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.http_status)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
     """Add the routes to ``app`` under ``prefix`` (dependencies as in ``governance.install``)."""
 
@@ -67,7 +79,10 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
         console path to open afterwards. 404 when OIDC is not configured."""
         if not oidc_login.enabled(c.settings):
             raise NotFound("single sign-on (OIDC) is not configured on this Crater", "path")
-        url, sealed = await run_in_threadpool(oidc_login.start, c, str(request.base_url), next[:512])
+        try:
+            url, sealed = await run_in_threadpool(oidc_login.start, c, str(request.base_url), next[:512])
+        except OidcError as exc:  # the provider cannot be reached or its discovery document is wrong
+            return _failure(request, c.settings.oidc_redirect_url, exc)
         response = RedirectResponse(url, status_code=302)
         response.set_cookie(PENDING_COOKIE, sealed, max_age=PENDING_TTL_S, path=f"{prefix}/auth/oidc",
                             httponly=True, samesite="lax", secure=request.url.scheme == "https")
@@ -90,11 +105,7 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
             done = await run_in_threadpool(oidc_login.complete, c, request.cookies.get(PENDING_COOKIE), params,
                                            str(request.base_url))
         except OidcError as exc:
-            if "text/html" in request.headers.get("accept", ""):
-                response: Response = RedirectResponse(
-                    _console_url(c.settings.oidc_redirect_url, "/login", {"sso_error": exc.reason}), status_code=302)
-            else:
-                response = JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.http_status)
+            response = _failure(request, c.settings.oidc_redirect_url, exc)
         else:
             query = {"sso": done.code} | ({"next": done.next_path} if done.next_path else {})
             response = RedirectResponse(_console_url(c.settings.oidc_redirect_url, "/login", query), status_code=302)

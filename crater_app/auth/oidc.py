@@ -231,7 +231,8 @@ def _claim_state(pending: PendingLogin) -> None:
         _finished_states[pending.state] = pending.expires_at
 
 
-def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, str]) -> Identity:
+def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, str],
+           wanted_claims: tuple[str, ...] = ()) -> Identity:
     """Complete a login from the callback's query ``params`` (``code``, ``state`` or ``error``).
 
     Steps: the provider's ``error`` (RFC 6749 §4.1.2.1), ``state`` equal to the pending one (constant-time), the
@@ -239,10 +240,12 @@ def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, 
     public client), then the ID token: signature by a key of the provider's JWKS (refetched once for an unknown
     key id), ``iss`` equal to the issuer, ``aud`` containing the client id (and ``azp`` equal to it when there are
     several audiences), ``exp`` in the future and ``iat`` not in the future (60 s leeway), ``nonce`` equal to the
-    pending one, ``sub`` present.
+    pending one, ``sub`` present. When the ID token lacks one of ``wanted_claims`` (e.g. ``groups``) and the
+    provider has a UserInfo endpoint, the claims are completed from it (OpenID Connect Core §5.3, §5.4: claims
+    asked for by scope may be returned there only); its ``sub`` must equal the ID token's (§5.3.2).
 
     Raises:
-        OidcError: with ``reason`` ``idp``, ``state``, ``exchange``, ``id_token`` or ``config``.
+        OidcError: with ``reason`` ``idp``, ``state``, ``exchange``, ``id_token``, ``claims`` or ``config``.
     """
     if params.get("error"):
         description = params.get("error_description") or ""
@@ -261,7 +264,33 @@ def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, 
     id_token = token.get("id_token")
     if not isinstance(id_token, str) or not id_token:
         raise OidcError("the identity provider returned no ID token (is the 'openid' scope allowed?)", "exchange")
-    return verify_id_token(provider, doc, id_token, pending.nonce)
+    identity = verify_id_token(provider, doc, id_token, pending.nonce)
+    missing = [c for c in wanted_claims if c and c not in identity.claims]
+    if missing and doc.get("userinfo_endpoint") and token.get("access_token"):
+        extra = userinfo(doc["userinfo_endpoint"], str(token["access_token"]), identity.subject)
+        identity = Identity(identity.issuer, identity.subject, {**extra, **identity.claims})
+    return identity
+
+
+def userinfo(endpoint: str, access_token: str, subject: str) -> dict:
+    """The UserInfo response (OpenID Connect Core §5.3) for ``access_token``; JSON only (signed UserInfo is not
+    asked for).
+
+    Raises:
+        OidcError(claims): unreachable, an error status, not a JSON object, or a ``sub`` other than ``subject``
+            (the answer must not be used: it may belong to someone else).
+    """
+    try:
+        response = httpx.get(endpoint, headers={"Authorization": f"Bearer {access_token}",
+                                                "Accept": "application/json"}, timeout=HTTP_TIMEOUT_S)
+        response.raise_for_status()
+        data = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise OidcError(f"cannot read the user's claims at {endpoint}: {(str(exc).splitlines() or [''])[0][:200]}",
+                        "claims") from None
+    if not isinstance(data, dict) or data.get("sub") != subject:
+        raise OidcError("the UserInfo answer is not about the signed-in user (sub differs)", "claims")
+    return data
 
 
 def _exchange(provider: ProviderSettings, token_endpoint: str, code: str, code_verifier: str) -> dict:

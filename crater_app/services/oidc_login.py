@@ -108,7 +108,8 @@ def complete(ctx: ServiceContext, sealed: str | None, params: dict[str, str], ba
         _require_enabled(ctx.settings)
         mapping = group_mapping(ctx.settings)
         pending = oidc.open_pending(sealed, _key(ctx.settings))
-        identity = oidc.finish(provider_settings(ctx.settings, base_url), pending, params)
+        wanted = (ctx.settings.oidc_username_claim, ctx.settings.oidc_email_claim, ctx.settings.oidc_groups_claim)
+        identity = oidc.finish(provider_settings(ctx.settings, base_url), pending, params, wanted)
         return _sign_in(ctx, identity, mapping, pending.next_path)
     except oidc.OidcError as exc:
         with ctx.session() as s:

@@ -116,6 +116,16 @@ def test_browser_gets_sent_to_login_page_with_reason(browser, provider):  # noqa
     assert r.status_code == 302 and r.headers["location"].startswith("http://testserver/login?sso_error=id_token")
 
 
+def test_provider_unreachable_at_start(browser, provider, world):  # noqa: F811
+    world.ctx.settings = world.ctx.settings.model_copy(update={"oidc_discovery_url": provider.issuer + "/missing"})
+    before = counts(world.ctx)
+    r = browser.get("/api/v1/auth/oidc/login")
+    assert_error(r, 401, "unauthenticated", None, "discovery document")
+    r = browser.get("/api/v1/auth/oidc/login", headers={"Accept": "text/html"})
+    assert r.status_code == 302 and r.headers["location"].endswith("/login?sso_error=config")
+    assert counts(world.ctx) == before
+
+
 def test_off_is_404(api):
     assert_error(api.client.get("/api/v1/auth/oidc/login", follow_redirects=False), 404, "not_found")
     assert_error(api.client.get("/api/v1/auth/oidc/callback?code=x&state=y"), 404, "not_found")

@@ -192,6 +192,35 @@ def test_provider_key_rotation_refetches_jwks(sso, provider, monkeypatch):  # no
     assert oidc_login.complete(ctx, sealed, authorize(url)).username == "zhang-san"
 
 
+def test_claims_from_userinfo_when_not_in_id_token(sso, provider):  # noqa: F811
+    ctx = sso.ctx
+    provider.claims_in_id_token = False
+    url, sealed = oidc_login.start(ctx)
+    done = oidc_login.complete(ctx, sealed, authorize(url))
+    assert done.username == "zhang-san" and provider.userinfo_requests == 1
+    with ctx.session(read_only=True) as s:
+        user = s.exec(select(User).where(User.username == "zhang-san")).one()
+        ml = s.exec(select(ProjectMember).where(ProjectMember.user_id == user.id,
+                                                ProjectMember.project_id == project_id(ctx, "ml"))).one()
+    assert user.email == "zhang.san@example.org" and ml.role == "member"
+    provider.claims_in_id_token = True  # everything in the ID token: UserInfo is not asked
+    url, sealed = oidc_login.start(ctx)
+    oidc_login.complete(ctx, sealed, authorize(url))
+    assert provider.userinfo_requests == 1
+
+
+def test_userinfo_about_someone_else_is_refused(sso, provider):  # noqa: F811
+    ctx = sso.ctx
+    provider.claims_in_id_token = False
+    provider.userinfo_sub = "u-9999"
+    url, sealed = oidc_login.start(ctx)
+    before = snapshot(ctx)
+    with pytest.raises(OidcError) as exc:
+        oidc_login.complete(ctx, sealed, authorize(url))
+    assert exc.value.reason == "claims" and "sub differs" in exc.value.message
+    assert snapshot(ctx) == before
+
+
 def test_same_state_cannot_complete_twice(sso, provider):  # noqa: F811
     ctx = sso.ctx
     url, sealed = oidc_login.start(ctx)
