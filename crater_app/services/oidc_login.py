@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from crater_app.auth import oidc
@@ -161,14 +162,34 @@ def _free_username(s, wanted: str) -> str:
 
 def _sign_in(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[str, tuple[str, str]],
              next_path: str) -> SignIn:
+    """:func:`_sign_in_once`, again when a concurrent sign-in created the same account or took the same user name
+    first (the unique indexes on (issuer, subject) and on the user name decide; the retry then finds the row)."""
+    for attempt in range(3):
+        try:
+            return _sign_in_once(ctx, identity, mapping, next_path)
+        except IntegrityError:
+            if attempt == 2:
+                raise oidc.OidcError("the account could not be created (a concurrent sign-in); try again",
+                                     "account") from None
+    raise AssertionError("unreachable")
+
+
+def _groups(raw: object) -> set[str]:
+    """The groups claim as a set: a list of names (non-strings ignored) or a single name."""
+    if isinstance(raw, str):
+        return {raw}
+    return {g for g in raw if isinstance(g, str)} if isinstance(raw, list) else set()
+
+
+def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[str, tuple[str, str]],
+                  next_path: str) -> SignIn:
     settings = ctx.settings
     claims = identity.claims
     email = _claim_text(claims, settings.oidc_email_claim, 254)
     if email and "@" not in email:
         email = ""
     display_name = _claim_text(claims, "name", 128)
-    raw_groups = claims.get(settings.oidc_groups_claim) if settings.oidc_groups_claim else None
-    groups = {g for g in raw_groups if isinstance(g, str)} if isinstance(raw_groups, list) else set()
+    groups = _groups(claims.get(settings.oidc_groups_claim) if settings.oidc_groups_claim else None)
     default_project_id = users.ensure_default_project(ctx)
     with ctx.session() as s:
         user = s.exec(select(User).where(User.oidc_issuer == identity.issuer,

@@ -221,6 +221,19 @@ def test_userinfo_about_someone_else_is_refused(sso, provider):  # noqa: F811
     assert snapshot(ctx) == before
 
 
+def test_concurrent_first_sign_ins_make_one_account(sso, provider):  # noqa: F811
+    """Eight sign-ins of the same new person at once (eight browser tabs): one account, eight codes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ctx = sso.ctx
+    started = [oidc_login.start(ctx) for _ in range(8)]
+    answers = [(sealed, authorize(url)) for url, sealed in started]
+    with ThreadPoolExecutor(8) as pool:
+        done = list(pool.map(lambda a: oidc_login.complete(ctx, *a), answers))
+    assert {d.username for d in done} == {"zhang-san"} and len({d.code for d in done}) == 8
+    assert rows(ctx, User, User.oidc_subject == "u-1001") == 1
+
+
 def test_same_state_cannot_complete_twice(sso, provider):  # noqa: F811
     ctx = sso.ctx
     url, sealed = oidc_login.start(ctx)
