@@ -37,7 +37,7 @@ from crater_app.auth import oidc
 from crater_app.auth.keys import derive_key
 from crater_app.db.models import Project, ProjectMember, User
 from crater_app.domain.naming import DNS1123_LABEL_MAX, to_dns1123_label
-from crater_app.domain.policy import PROJECT_ROLES
+from crater_app.domain.policy import PROJECT_ROLES, Actor
 from crater_app.services import oplog, users
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings
@@ -214,8 +214,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
         s.flush()
         code = users.issue_login_code(s, user.id)
         details = ("new account; " if created else "") + (", ".join(notes) if notes else "no group changes")
-        oplog.record(s, None, "auth:oidc", user.username, details=f"{identity.issuer} sub={identity.subject[:80]}; "
-                     + details)
+        oplog.record(s, Actor(user.id, user.username, user.role), "auth:oidc", user.username,
+                     details=f"{identity.issuer} sub={identity.subject[:80]}; " + details)
         username = user.username
     users.forget_user(user.id)
     return SignIn(username=username, code=code, next_path=next_path)

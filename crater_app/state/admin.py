@@ -46,6 +46,12 @@ class AdminUsersState(AppState):
     edit_error: str = ""
     edit_error_field: str = ""
 
+    @rx.var
+    def pending_notice(self) -> str:
+        """"N sign-up(s) waiting for approval" when self sign-ups wait for an admin, else ``""``."""
+        count = sum(1 for u in self.users if u.get("status") == "pending")
+        return self.msg("admin.pending_count", count=count) if count else ""
+
     @rx.event
     async def load(self):
         """List the users (a Forbidden answer shows the admins-only notice)."""

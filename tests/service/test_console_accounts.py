@@ -81,6 +81,7 @@ def test_pending_account_message_and_activation(console):
     run(handler(AdminUsersState, "load"), admin_page)
     assert {"username": "newbie", "status": "pending"}.items() <= next(
         u for u in admin_page.users if u["username"] == "newbie").items()
+    assert admin_page.pending_notice == "1 sign-up(s) waiting for approval."
     run(handler(AdminUsersState, "set_status"), admin_page, "newbie", "active")
     assert admin_page.action_error == ""
     run(handler(LoginState, "submit"), page, {"username": "newbie", "password": USER_PASSWORD})

@@ -79,6 +79,7 @@ def test_first_login_creates_active_user_with_mapped_projects(sso, provider):  #
     with ctx.session(read_only=True) as s:
         oidc_row = s.exec(select(OperationLog).where(OperationLog.action == "auth:oidc")).one()
     assert oidc_row.result == "ok" and "new account" in oidc_row.details and "no-such-project" in oidc_row.details
+    assert (oidc_row.actor, oidc_row.actor_role) == ("zhang-san", "user")
     # the one-time code is single use and never a bearer token
     with pytest.raises(Exception) as exc:
         users.redeem_login_code(ctx, done.code)

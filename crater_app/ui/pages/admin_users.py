@@ -194,7 +194,10 @@ def admin_users_page() -> rx.Component:
             rx.cond(
                 AdminUsersState.forbidden,
                 _forbidden(),
-                rx.vstack(error_callout(AdminUsersState.action_error, id="users-error"), _create_form(), _users_table(),
+                rx.vstack(rx.cond(AdminUsersState.pending_notice != "", rx.callout.root(
+                              rx.callout.icon(rx.icon("user_check")), rx.callout.text(AdminUsersState.pending_notice),
+                              color_scheme="amber", size="1", id="users-pending")),
+                          error_callout(AdminUsersState.action_error, id="users-error"), _create_form(), _users_table(),
                           _edit_dialog(), spacing="5", width="100%"),
             ),
             rx.vstack(error_callout(AdminUsersState.error), loading(), width="100%"),
