@@ -246,7 +246,8 @@ def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, 
            wanted_claims: tuple[str, ...] = ()) -> Identity:
     """Complete a login from the callback's query ``params`` (``code``, ``state`` or ``error``).
 
-    Steps: the provider's ``error`` (RFC 6749 §4.1.2.1), ``state`` equal to the pending one (constant-time), the
+    Steps: the provider's ``error`` (RFC 6749 §4.1.2.1), ``state`` equal to the pending one (constant-time), an
+    ``iss`` parameter, when sent, equal to the issuer (RFC 9207, against mix-up attacks), the
     code exchanged at the token endpoint with the PKCE ``code_verifier`` (client_secret_basic, or ``none`` for a
     public client), then the ID token: signature by a key of the provider's JWKS (refetched once for an unknown
     key id), ``iss`` equal to the issuer, ``aud`` containing the client id (and ``azp`` equal to it when there are
@@ -266,6 +267,8 @@ def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, 
     if not hmac.compare_digest(state.encode(), pending.state.encode()):
         raise OidcError("the sign-in answer does not belong to this browser's sign-in (state mismatch); start again",
                         "state")
+    if params.get("iss") and params["iss"] != provider.issuer:  # RFC 9207: the answer came from another server
+        raise OidcError(f"the sign-in answer names issuer {params['iss'][:200]!r}, not {provider.issuer!r}", "idp")
     code = params.get("code") or ""
     if not code:
         raise OidcError("the identity provider sent no authorization code", "idp")

@@ -162,3 +162,20 @@ def test_patch_body_not_object_and_unknown_user(api):
     assert_error(api.client.patch("/api/v1/users/alice", headers=api.auth("admin"), json=["role"]), 422, "invalid")
     assert_error(api.client.patch("/api/v1/users/nobody", headers=api.auth("admin"), json={"role": "user"}), 404,
                  "not_found", "username")
+
+
+def test_signup_undecodable_and_odd_bodies(signup_on):
+    ctx = signup_on.world.ctx
+    before = table_counts(ctx)
+    client = signup_on.client
+    assert_error(client.post("/api/v1/auth/signup", content=b"{bad", headers={"Content-Type": "application/json"}),
+                 422, "invalid", None, "not valid JSON")
+    assert_error(client.post("/api/v1/auth/signup", json=["newbie"]), 422, "invalid")
+    assert_error(client.post("/api/v1/auth/signup", json={"username": "newbie", "password": USER_PASSWORD,
+                                                          "display_name": "a\u0000b"}), 422, "invalid", "display_name")
+    assert_error(client.post("/api/v1/auth/signup", json={"username": "newbie", "password": 12345678}), 422,
+                 "invalid", "password")
+    assert table_counts(ctx) == before
+    r = client.post("/api/v1/auth/signup", content=f"username: yaml-user\npassword: {USER_PASSWORD}\n",
+                    headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 201 and r.json()["status"] == "pending"

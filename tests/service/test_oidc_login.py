@@ -235,6 +235,17 @@ def test_concurrent_first_sign_ins_make_one_account(sso, provider):  # noqa: F81
     assert rows(ctx, User, User.oidc_subject == "u-1001") == 1
 
 
+def test_callback_from_another_issuer_is_refused(sso, provider):  # noqa: F811
+    ctx = sso.ctx
+    url, sealed = oidc_login.start(ctx)
+    params = authorize(url) | {"iss": "https://other-idp.example"}
+    with pytest.raises(OidcError) as exc:
+        oidc_login.complete(ctx, sealed, params)
+    assert exc.value.reason == "idp" and "other-idp" in exc.value.message
+    url, sealed = oidc_login.start(ctx)
+    assert oidc_login.complete(ctx, sealed, authorize(url) | {"iss": provider.issuer}).username == "zhang-san"
+
+
 def test_same_state_cannot_complete_twice(sso, provider):  # noqa: F811
     ctx = sso.ctx
     url, sealed = oidc_login.start(ctx)
