@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlencode
 
 import reflex as rx
 
@@ -52,12 +53,9 @@ class LoginState(AppState):
     signup_open: bool = False
     signup_error: str = ""
     signup_error_field: str = ""
-
-    @rx.var
-    def sso_href(self) -> str:
-        """The single sign-on start URL (carries the page to open afterwards)."""
-        nxt = _safe_next(self._next)
-        return "/api/v1/auth/oidc/login" + (f"?next={nxt}" if nxt else "")
+    #: the single sign-on start URL: on this origin, or on ``CRATER_API_URL`` when browsers reach the app there;
+    #: it carries the page to open afterwards
+    sso_href: str = ""
 
     @rx.event
     async def load(self):
@@ -68,6 +66,9 @@ class LoginState(AppState):
         settings = get_context().settings
         self.sso_enabled = oidc_login.enabled(settings)
         self.sso_name = settings.oidc_display_name
+        nxt = _safe_next(self._next)
+        self.sso_href = (settings.api_url.rstrip("/") + "/api/v1/auth/oidc/login"
+                         + (f"?{urlencode({'next': nxt})}" if nxt else ""))
         self.signup_enabled = settings.signup_enabled
         params = dict(self.router.url.query_parameters)
         code, reason = str(params.get("sso", "")), str(params.get("sso_error", ""))

@@ -139,5 +139,10 @@ def test_single_sign_on_hand_over(console, provider):  # noqa: F811
     odd = state(LoginState, "http://localhost/login?sso_error=<script>")
     run(handler(LoginState, "load"), odd)
     assert "not working right now" in odd.error
-    evil = state(LoginState, f"http://localhost/login?sso={done.code}&next=//evil.example")
-    assert evil.sso_href == "/api/v1/auth/oidc/login"
+    plain = state(LoginState)
+    plain._next = "/jobs/7"
+    run(handler(LoginState, "load"), plain)
+    assert plain.sso_href == "/api/v1/auth/oidc/login?next=%2Fjobs%2F7"
+    plain._next = "//evil.example"
+    run(handler(LoginState, "load"), plain)
+    assert plain.sso_href == "/api/v1/auth/oidc/login"
