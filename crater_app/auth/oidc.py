@@ -51,8 +51,8 @@ class OidcError(Unauthenticated):
     ``reason`` is a machine word for the console's translation: ``disabled`` (OIDC off), ``config`` (provider or
     settings unusable), ``idp`` (the provider answered with an error), ``state`` (missing, wrong, expired or
     replayed state), ``exchange`` (the code exchange failed, e.g. a replayed code), ``id_token`` (signature, issuer,
-    audience, times or nonce wrong), ``claims`` (a needed claim is missing), ``account`` (the Crater account is
-    not active).
+    audience, times or nonce wrong), ``claims`` (the UserInfo endpoint, asked for claims the ID token lacks,
+    failed or answered for another subject), ``account`` (the Crater account is not active or cannot be made).
     """
 
     def __init__(self, message: str, reason: str) -> None:
