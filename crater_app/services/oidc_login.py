@@ -80,7 +80,7 @@ def _require_enabled(settings: Settings) -> None:
         raise oidc.OidcError("single sign-on (OIDC) is not configured on this Crater", "disabled")
 
 
-def _safe_next(next_path: object) -> str:
+def safe_next(next_path: object) -> str:
     """``next_path`` when it is a path on this site (``/jobs``), else ``""`` (no open redirect)."""
     if isinstance(next_path, str) and next_path.startswith("/") and not next_path.startswith("//") \
             and "\\" not in next_path and len(next_path) <= 512 and next_path.isprintable():
@@ -95,7 +95,7 @@ def start(ctx: ServiceContext, base_url: str = "", next_path: object = "") -> tu
         OidcError: ``disabled`` (OIDC off) or ``config`` (the discovery document cannot be read or is wrong).
     """
     _require_enabled(ctx.settings)
-    return oidc.begin(provider_settings(ctx.settings, base_url), _key(ctx.settings), _safe_next(next_path))
+    return oidc.begin(provider_settings(ctx.settings, base_url), _key(ctx.settings), safe_next(next_path))
 
 
 def complete(ctx: ServiceContext, sealed: str | None, params: dict[str, str], base_url: str = "") -> SignIn:

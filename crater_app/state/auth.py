@@ -37,10 +37,6 @@ def _redeem(code: str) -> tuple[str, Actor]:
     return token, users.authenticate(ctx, token)
 
 
-def _safe_next(path: str) -> str:
-    return path if path.startswith("/") and not path.startswith("//") and "\\" not in path else ""
-
-
 class LoginState(AppState):
     """The /login page: password form, the single sign-on button and hand-over, the sign-up form."""
 
@@ -66,7 +62,7 @@ class LoginState(AppState):
         settings = get_context().settings
         self.sso_enabled = oidc_login.enabled(settings)
         self.sso_name = settings.oidc_display_name
-        nxt = _safe_next(self._next)
+        nxt = oidc_login.safe_next(self._next)
         self.sso_href = (settings.api_url.rstrip("/") + "/api/v1/auth/oidc/login"
                          + (f"?{urlencode({'next': nxt})}" if nxt else ""))
         self.signup_enabled = settings.signup_enabled
@@ -87,7 +83,7 @@ class LoginState(AppState):
             self.forget()
             self._token = token
             self.remember(actor)
-            target = _safe_next(str(params.get("next", ""))) or self._next or "/jobs"
+            target = oidc_login.safe_next(str(params.get("next", ""))) or self._next or "/jobs"
             self._next = ""
             return rx.redirect(target)
         if not self._token:
