@@ -19,7 +19,8 @@ class Settings(BaseSettings):
         local_gpus: virtual accelerators for machines without NVML, ``"4"`` or
             ``"4:NVIDIA-A100-SXM4-80GB"``; real NVML devices win when present.
         admin_password: password of the first admin (user ``admin``); random when empty.
-        secret_key: key signing console session tokens; random per data dir when empty.
+        secret_key: the deployment secret (keys derived from it seal the OIDC pending sign-in cookie); when empty,
+            a random key kept in ``<data_dir>/secret_key``. Several machines must share one.
         token_ttl_s: lifetime of a login access token, seconds.
         cancel_grace_s: seconds between SIGTERM and SIGKILL when a job is cancelled.
         loop_interval_s: period of the placement/reconcile loop, seconds.

@@ -17,7 +17,7 @@ from starlette.routing import Match
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import approvals, billing, docs, errors, governance, metrics
+from crater_app.api import accounts, approvals, billing, docs, errors, governance, metrics
 from crater_app.api.body import decode_body, decode_object
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.errors import NotFound
@@ -183,6 +183,8 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
     # Approval requests and the caller's notifications.
     approvals.install(app, API_PREFIX, Ctx, Me, _read)
     billing.install(app, API_PREFIX, Ctx, Me, _read)  # usage and billing
+    # Single sign-on, self sign-up, one account's administration.
+    accounts.install(app, API_PREFIX, Ctx, Me, _read)
 
     @app.api_route(f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                    include_in_schema=False)

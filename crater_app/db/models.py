@@ -76,7 +76,8 @@ class ProjectMember(SQLModel, table=True):
 
 class ApiToken(SQLModel, table=True):
     """A bearer token: only the SHA-256 of the secret is stored. ``kind`` is ``session`` (login)
-    or ``personal`` (created by the user for the CLI)."""
+    or ``personal`` (created by the user for the CLI); ``sso`` is a one-time single sign-on code (60 s, revoked
+    when the console redeems it), never accepted as a bearer token."""
 
     __tablename__ = "api_tokens"
     id: Optional[int] = Field(default=None, primary_key=True)

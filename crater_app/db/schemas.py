@@ -24,6 +24,17 @@ class UserPublic(_Public):
     created_at: datetime
 
 
+class UserDetail(UserPublic):
+    """A user as an admin manages them (``GET``/``PATCH /api/v1/users/{username}``): the public fields plus the
+    per-user limits (``None``: the platform default applies), how the account signs in, and its OIDC issuer."""
+
+    max_sessions: int | None
+    max_accelerators_per_job: int | None
+    max_runtime_s: int | None
+    sign_in: str  # "password", "oidc" or "password+oidc"
+    oidc_issuer: str | None
+
+
 class TokenPublic(_Public):
     """``POST /auth/token`` answer: the secret (shown once), its type and expiry (UTC)."""
 

@@ -48,3 +48,19 @@ def is_text(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+_NOT_LABEL = re.compile(r"[^a-z0-9-]+")
+
+
+def to_dns1123_label(text: str, fallback: str = "user", max_length: int = DNS1123_LABEL_MAX) -> str:
+    """A DNS-1123 label made from ``text`` (e.g. an OIDC ``preferred_username`` or an e-mail's local part).
+
+    Lower-cased; an e-mail address keeps only its local part; every run of other characters (``.``, ``_``, ``@``,
+    spaces, non-ASCII) becomes one ``-``; ``-`` is stripped from both ends; cut to ``max_length``. Text with no
+    usable character gives ``fallback``. ``"Zhang.San@corp"`` -> ``"zhang-san"``.
+    """
+    local = text.split("@", 1)[0] if "@" in text else text
+    label = _NOT_LABEL.sub("-", local.lower()).strip("-")
+    label = re.sub("-{2,}", "-", label)[:max_length].strip("-")
+    return label or fallback

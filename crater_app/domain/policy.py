@@ -187,3 +187,29 @@ def can_manage_billing(actor: Actor) -> bool:
 def can_read_balance(actor: Actor) -> bool:
     """``billing:balance:read`` of one's own balances: every signed-in user (a guest sees zeros)."""
     return actor.role in PLATFORM_ROLES
+
+
+# --- Accounts: sign-up and administration of users (issue 3) --------------------------------------------------
+
+#: user fields an admin changes with ``PATCH /users/{username}``; the first two are an account's standing.
+USER_STANDING_FIELDS = ("role", "status")
+USER_LIMIT_FIELDS = ("max_sessions", "max_accelerators_per_job", "max_runtime")
+
+
+def can_read_user(actor: Actor) -> bool:
+    """``user:read`` (one account with its limits): platform admins only (users read themselves via ``/me``)."""
+    return actor.is_admin
+
+
+def can_change_user(actor: Actor, target_user_id: int, field: str) -> bool:
+    """``user:update`` of ``field``: platform admins; the role and status of their own account never (an admin
+    cannot demote or disable themself: another admin must), their own limits yes."""
+    if not actor.is_admin:
+        return False
+    return not (field in USER_STANDING_FIELDS and target_user_id == actor.user_id)
+
+
+def can_sign_up(signup_enabled: bool) -> bool:
+    """``user:signup`` (anyone, signed in or not, creates a ``pending`` local account): only when the deployment
+    turns self sign-up on (``CRATER_SIGNUP_ENABLED``); the account works after an admin activates it."""
+    return signup_enabled

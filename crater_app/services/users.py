@@ -16,15 +16,31 @@ from sqlmodel import select
 from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, hash_password, verify_password
 from crater_app.auth.tokens import hash_token, new_token
 from crater_app.db.models import ApiToken, Project, ProjectMember, User
-from crater_app.db.schemas import TokenPublic, UserPublic
+from crater_app.db.schemas import TokenPublic, UserDetail, UserPublic
 from crater_app.db.types import utcnow
-from crater_app.domain.errors import Busy, Conflict, Forbidden, InvalidInput, Unauthenticated
+from crater_app.domain.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
+from crater_app.domain.jobs import parse_duration
 from crater_app.domain.naming import check_dns1123_label, is_text
-from crater_app.domain.policy import PLATFORM_ROLES, Actor, can_manage_users
+from crater_app.domain.policy import (
+    PLATFORM_ROLES,
+    USER_LIMIT_FIELDS,
+    USER_STATUSES,
+    Actor,
+    can_change_user,
+    can_manage_users,
+    can_read_user,
+    can_sign_up,
+)
 from crater_app.services import oplog
 from crater_app.services.context import ServiceContext
 
 DEFAULT_PROJECT = "default"
+#: ``ApiToken.kind`` of a one-time login code (the console's hand-over after single sign-on); never a bearer token
+LOGIN_CODE_KIND = "sso"
+LOGIN_CODE_TTL_S = 60
+#: the largest per-user limits an admin may set (a limit above them is no limit at all)
+MAX_SESSIONS_LIMIT = 1000
+MAX_ACCELERATORS_LIMIT = 1024
 ADMIN_USERNAME = "admin"
 _CACHE_TTL_S = 5.0  # a revoked or disabled token stops working within this many seconds
 _LAST_USED_EVERY_S = 60.0
@@ -36,6 +52,18 @@ _last_used: dict[str, float] = {}
 # a slot within _LOGIN_WAIT_S is answered 429 (busy) instead of queueing without bound.
 _LOGIN_SLOTS = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 _LOGIN_WAIT_S = 5.0
+
+
+class AccountNotActive(Unauthenticated):
+    """The password (or the identity provider) was right but the account cannot sign in: ``status`` is
+    ``pending`` (a sign-up waiting for an administrator) or ``disabled``. HTTP 401; only said after the credentials
+    were checked, so it discloses nothing to someone without them."""
+
+    def __init__(self, status: str) -> None:
+        message = ("your account is waiting for an administrator's approval" if status == "pending"
+                   else "your account is disabled; ask an administrator")
+        super().__init__(message, None)
+        self.status = status
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,11 +111,12 @@ def ensure_admin(ctx: ServiceContext, password: str | None) -> str | None:
     return generated
 
 
-def _insert_user(ctx, actor, username, password, role, display_name, email, project_id) -> UserPublic:
+def _insert_user(ctx, actor, username, password, role, display_name, email, project_id, status="active",
+                 action="user:create") -> UserPublic:
     with ctx.session() as s:
         user = User(
             username=username, display_name=display_name, email=email, password_hash=hash_password(password),
-            role=role, status="active", default_project_id=project_id,
+            role=role, status=status, default_project_id=project_id,
         )
         s.add(user)
         try:
@@ -95,8 +124,24 @@ def _insert_user(ctx, actor, username, password, role, display_name, email, proj
         except IntegrityError:
             raise Conflict(f"user '{username}' already exists", "username") from None
         s.add(ProjectMember(project_id=project_id, user_id=user.id, role="admin" if role == "admin" else "member"))
-        oplog.record(s, actor, "user:create", username, details=f"role={role}")
+        oplog.record(s, actor, action, username, details=f"role={role} status={status}")
         return _public(user, DEFAULT_PROJECT)
+
+
+def _check_account_fields(username: object, password: object, display_name: object, email: object,
+                          role: object = "user") -> None:
+    """The rules of a new local account (see :func:`create_user`); raises :class:`InvalidInput` naming the field."""
+    check_dns1123_label(username, "username")
+    if not isinstance(password, str) or not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS or not is_text(password):
+        raise InvalidInput(
+            f"password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", "password"
+        )
+    if role not in PLATFORM_ROLES:
+        raise InvalidInput(f"role must be one of {', '.join(PLATFORM_ROLES)}", "role")
+    if not isinstance(display_name, str) or len(display_name) > 128 or not is_text(display_name):
+        raise InvalidInput("display_name must be a string of at most 128 characters", "display_name")
+    if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email) or not is_text(email):
+        raise InvalidInput("email must be an address of at most 254 characters", "email")
 
 
 def create_user(
@@ -113,17 +158,7 @@ def create_user(
     """
     if not can_manage_users(actor):
         raise Forbidden("only platform admins may create users")
-    check_dns1123_label(username, "username")
-    if not isinstance(password, str) or not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS or not is_text(password):
-        raise InvalidInput(
-            f"password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", "password"
-        )
-    if role not in PLATFORM_ROLES:
-        raise InvalidInput(f"role must be one of {', '.join(PLATFORM_ROLES)}", "role")
-    if not isinstance(display_name, str) or len(display_name) > 128 or not is_text(display_name):
-        raise InvalidInput("display_name must be a string of at most 128 characters", "display_name")
-    if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email) or not is_text(email):
-        raise InvalidInput("email must be an address of at most 254 characters", "email")
+    _check_account_fields(username, password, display_name, email, role)
     project_id = ensure_default_project(ctx)
     return _insert_user(ctx, actor, username, password, role, display_name, email, project_id)
 
@@ -164,13 +199,59 @@ def login(ctx: ServiceContext, username: object, password: object) -> TokenPubli
     if not ok or user is None:
         raise Unauthenticated("wrong user name or password")
     if user.status != "active":
-        raise Unauthenticated(f"account '{username}' is {user.status}")
+        raise AccountNotActive(user.status)
+    with ctx.session() as s:
+        return start_session(ctx, s, user, "auth:login")
+
+
+def start_session(ctx: ServiceContext, s, user: User, action: str, details: str = "") -> TokenPublic:
+    """Issue a session token for ``user`` (an active account) valid ``settings.token_ttl_s`` seconds, in the
+    session ``s``, with an operation-log row ``action`` (``auth:login``, ``auth:oidc``)."""
     secret, digest = new_token()
     expires = utcnow() + timedelta(seconds=ctx.settings.token_ttl_s)
-    with ctx.session() as s:
-        s.add(ApiToken(user_id=user.id, token_hash=digest, kind="session", expires_at=expires))
-        oplog.record(s, Actor(user.id, user.username, user.role), "auth:login", username)
+    s.add(ApiToken(user_id=user.id, token_hash=digest, kind="session", expires_at=expires))
+    oplog.record(s, Actor(user.id, user.username, user.role), action, user.username, details=details)
     return TokenPublic(access_token=secret, expires_at=expires)
+
+
+def issue_login_code(s, user_id: int) -> str:
+    """A one-time login code for ``user_id`` (in session ``s``): stored as a SHA-256 digest in ``api_tokens`` with
+    kind ``sso``, valid 60 s, revoked when redeemed; never accepted as a bearer token. The console's hand-over
+    after single sign-on (see :func:`redeem_login_code`)."""
+    secret, digest = new_token()
+    s.add(ApiToken(user_id=user_id, token_hash=digest, kind=LOGIN_CODE_KIND,
+                   expires_at=utcnow() + timedelta(seconds=LOGIN_CODE_TTL_S)))
+    return secret
+
+
+def redeem_login_code(ctx: ServiceContext, code: object) -> TokenPublic:
+    """Exchange a one-time login code from :func:`issue_login_code` for a session token.
+
+    Single use across every process: the code's row is revoked by one conditional ``UPDATE`` (only the
+    transaction that changes it gets a session), so a replayed code fails even on another worker.
+
+    Raises:
+        InvalidInput: ``code`` not a string of at most 128 characters.
+        Unauthenticated: unknown, used or expired (60 s) code. AccountNotActive: the account is not active.
+    """
+    if not isinstance(code, str) or not code or len(code) > 128 or not is_text(code):
+        raise InvalidInput("code must be the one-time sign-in code (a string of at most 128 characters)", "code")
+    now = utcnow()
+    with ctx.session() as s:
+        row = s.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(code),
+                                            ApiToken.kind == LOGIN_CODE_KIND)).first()
+        if row is None:
+            raise Unauthenticated("the sign-in code is unknown; sign in again")
+        claimed = s.exec(  # type: ignore[call-overload]
+            update(ApiToken).where(ApiToken.id == row.id, ApiToken.revoked_at.is_(None),  # type: ignore[union-attr]
+                                   ApiToken.expires_at > now).values(revoked_at=now)
+        ).rowcount
+        if claimed != 1:
+            raise Unauthenticated("the sign-in code was already used or has expired; sign in again")
+        user = s.get(User, row.user_id)
+        if user is None or user.status != "active":
+            raise AccountNotActive(user.status if user is not None else "disabled")
+        return start_session(ctx, s, user, "auth:login", details="single sign-on")
 
 
 def logout(ctx: ServiceContext, token: str) -> None:
@@ -200,7 +281,7 @@ def authenticate(ctx: ServiceContext, token: str | None) -> Actor:
     now = time.monotonic()
     with ctx.session(read_only=True) as s:
         row = s.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
-        if row is None or row.revoked_at is not None:
+        if row is None or row.revoked_at is not None or row.kind == LOGIN_CODE_KIND:
             raise Unauthenticated("the token is unknown or revoked")
         if row.expires_at is not None and row.expires_at <= utcnow():
             raise Unauthenticated("the token has expired; sign in again")
@@ -254,3 +335,131 @@ def forget_user(user_id: int) -> None:
     with _cache_lock:
         for digest in [d for d, (_, cached, _) in _cache.items() if cached.user_id == user_id]:
             del _cache[digest]
+
+
+# --- Self sign-up and administration of accounts (issue 3) ------------------------------------------------------
+
+
+def signup(ctx: ServiceContext, username: object, password: object, email: object = "",
+           display_name: object = "") -> UserPublic:
+    """Create a local account for oneself when ``settings.signup_enabled``; it is ``pending`` (role ``user``, a
+    member of the ``default`` project) and cannot sign in until an admin sets its status to ``active``.
+
+    Raises:
+        Forbidden: self sign-up is off. InvalidInput: as :func:`create_user` (username, password 8..1,024 chars,
+        display_name, email; field named). Conflict: the username exists.
+    """
+    if not can_sign_up(ctx.settings.signup_enabled):
+        raise Forbidden("self sign-up is turned off on this Crater; ask an administrator for an account")
+    _check_account_fields(username, password, display_name, email)
+    project_id = ensure_default_project(ctx)
+    return _insert_user(ctx, None, username, password, "user", display_name, email, project_id, status="pending",
+                        action="user:signup")
+
+
+def _detail(user: User, project_name: str | None) -> UserDetail:
+    sign_in = "+".join(k for k, on in (("password", user.password_hash), ("oidc", user.oidc_subject)) if on)
+    return UserDetail(
+        **_public(user, project_name).model_dump(), max_sessions=user.max_sessions,
+        max_accelerators_per_job=user.max_accelerators_per_job, max_runtime_s=user.max_runtime_s,
+        sign_in=sign_in or "none", oidc_issuer=user.oidc_issuer,
+    )
+
+
+def get_user(ctx: ServiceContext, actor: Actor, username: str) -> UserDetail:
+    """One account with its limits and sign-in method (platform admins).
+
+    Raises:
+        Forbidden: not a platform admin. NotFound: no such user.
+    """
+    if not can_read_user(actor):
+        raise Forbidden("only platform admins may read accounts")
+    with ctx.session(read_only=True) as s:
+        user = s.exec(select(User).where(User.username == username)).first()
+        if user is None:
+            raise NotFound(f"no user '{str(username)[:63]}'", "username")
+        project = s.get(Project, user.default_project_id) if user.default_project_id else None
+        return _detail(user, project.name if project else None)
+
+
+def _limit(value: object, field: str, ceiling: int) -> int | None:
+    """A per-user count limit: ``None`` (clears it: the platform default applies) or an integer 0..``ceiling``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= ceiling:
+        raise InvalidInput(f"{field} must be a whole number from 0 to {ceiling}, or null to clear it", field)
+    return value
+
+
+def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict) -> UserDetail:
+    """Change an account (platform admins): any of ``role`` (admin|user|guest), ``status``
+    (active|pending|disabled), ``max_sessions`` (0..1,000), ``max_accelerators_per_job`` (0..1,024) and
+    ``max_runtime`` (seconds or a duration such as ``"12h"``, 1 s..30 days); ``None`` clears a limit.
+
+    All changes apply together or not at all. An admin cannot change their own role or status, and the last
+    active platform admin cannot be demoted or disabled (the admins' rows are locked while counting, so two
+    admins demoting each other at once cannot both succeed). Disabling revokes every session and personal
+    token of the account and drops it from this process's identity cache (other processes: within 5 s).
+    One operation-log row ``user:update`` lists the changes.
+
+    Raises:
+        Forbidden: not a platform admin, or one's own role/status (field named). NotFound: no such user.
+        InvalidInput: an unknown field, an empty change, or a value out of range (field named).
+        Conflict: the change would leave no active platform admin.
+    """
+    if not can_read_user(actor):
+        raise Forbidden("only platform admins may change accounts")
+    if not isinstance(changes, dict) or not changes:
+        raise InvalidInput("send at least one of role, status, " + ", ".join(USER_LIMIT_FIELDS))
+    allowed = ("role", "status", *USER_LIMIT_FIELDS)
+    unknown = sorted(str(k) for k in changes if k not in allowed)
+    if unknown:
+        raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
+    values: dict[str, object] = {}
+    if "role" in changes:
+        if changes["role"] not in PLATFORM_ROLES:
+            raise InvalidInput(f"role must be one of {', '.join(PLATFORM_ROLES)}", "role")
+        values["role"] = changes["role"]
+    if "status" in changes:
+        if changes["status"] not in USER_STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(USER_STATUSES)}", "status")
+        values["status"] = changes["status"]
+    if "max_sessions" in changes:
+        values["max_sessions"] = _limit(changes["max_sessions"], "max_sessions", MAX_SESSIONS_LIMIT)
+    if "max_accelerators_per_job" in changes:
+        values["max_accelerators_per_job"] = _limit(changes["max_accelerators_per_job"], "max_accelerators_per_job",
+                                                    MAX_ACCELERATORS_LIMIT)
+    if "max_runtime" in changes:
+        values["max_runtime_s"] = parse_duration(changes["max_runtime"], "max_runtime")
+    with ctx.session() as s:
+        user = s.exec(select(User).where(User.username == username)).first()
+        if user is None:
+            raise NotFound(f"no user '{str(username)[:63]}'", "username")
+        for name in ("role", "status"):
+            if name in values and values[name] != getattr(user, name) and not can_change_user(actor, user.id, name):
+                raise Forbidden(f"you cannot change the {name} of your own account; ask another admin", name)
+        stays_admin = values.get("role", user.role) == "admin" and values.get("status", user.status) == "active"
+        if user.role == "admin" and user.status == "active" and not stays_admin:
+            admins = s.exec(select(User.id).where(User.role == "admin", User.status == "active")  # type: ignore[call-overload]
+                            .with_for_update()).all()
+            if not [a for a in admins if a != user.id]:
+                raise Conflict(f"'{user.username}' is the last active platform admin; make another admin first",
+                               "role" if "role" in values and values["role"] != "admin" else "status")
+        before = {k: getattr(user, k) for k in values}
+        for key, value in values.items():
+            setattr(user, key, value)
+        s.add(user)
+        changed = {k: v for k, v in values.items() if before[k] != v}
+        revoked = 0
+        if values.get("status") == "disabled" and before.get("status") != "disabled":
+            revoked = s.exec(update(ApiToken).where(  # type: ignore[call-overload]
+                ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None)  # type: ignore[union-attr]
+            ).values(revoked_at=utcnow())).rowcount
+        details = ", ".join(f"{k}: {before[k]} -> {v}" for k, v in changed.items()) or "no change"
+        if revoked:
+            details += f"; {revoked} token(s) revoked"
+        oplog.record(s, actor, "user:update", user.username, details=details)
+        project = s.get(Project, user.default_project_id) if user.default_project_id else None
+        result = _detail(user, project.name if project else None)
+    forget_user(result.id)
+    return result

@@ -10,6 +10,18 @@ from crater_app.state import views
 from crater_app.state.base import AppState
 
 ROLES = ("user", "admin", "guest")
+STATUSES = ("active", "pending", "disabled")
+LIMITS = ("max_sessions", "max_accelerators_per_job", "max_runtime")
+
+
+def limit_changes(form: dict) -> dict:
+    """The limit fields of the edit form as ``update_user`` changes: empty -> ``None`` (the platform default),
+    whole numbers -> ``int``, other text (``max_runtime`` such as ``"12h"``) as typed; the service validates."""
+    out: dict = {}
+    for name in LIMITS:
+        text = str(form.get(name, "")).strip()
+        out[name] = None if not text else int(text) if text.isascii() and text.isdigit() and len(text) < 12 else text
+    return out
 
 
 class AdminUsersState(AppState):
@@ -22,6 +34,23 @@ class AdminUsersState(AppState):
     forbidden: bool = False
     loaded: bool = False
     form_key: int = 0
+    # the edit dialog of one account
+    action_error: str = ""
+    edit_open: bool = False
+    edit_title: str = ""
+    edit_username: str = ""
+    edit_role: str = "user"
+    edit_status: str = "active"
+    edit_limits: dict[str, str] = {}
+    edit_sign_in: str = ""
+    edit_error: str = ""
+    edit_error_field: str = ""
+
+    @rx.var
+    def pending_notice(self) -> str:
+        """"N sign-up(s) waiting for approval" when self sign-ups wait for an admin, else ``""``."""
+        count = sum(1 for u in self.users if u.get("status") == "pending")
+        return self.msg("admin.pending_count", count=count) if count else ""
 
     @rx.event
     async def load(self):
@@ -70,3 +99,72 @@ class AdminUsersState(AppState):
         self.form_key += 1  # re-mounts the form: clears the fields
         self.role_choice = "user"
         return [AdminUsersState.load, rx.toast.success(self.msg("admin.created", username=created.username))]
+
+    @rx.event
+    async def set_status(self, username: str, status: str):
+        """Quick action: activate a pending sign-up or disable an account (revokes its tokens)."""
+        self.action_error = ""
+        if status not in STATUSES:
+            return None
+        try:
+            await self.call(users.update_user, username, {"status": status})
+        except Unauthenticated:
+            return self.signed_out()
+        except CraterError as exc:
+            self.action_error = exc.message
+            return None
+        return [AdminUsersState.load, rx.toast.success(self.msg("admin.edit.saved", username=username))]
+
+    @rx.event
+    async def open_edit(self, username: str):
+        """Open the edit dialog with the account's current role, status and limits."""
+        self.edit_error = self.edit_error_field = ""
+        try:
+            user = await self.call(users.get_user, username)
+        except Unauthenticated:
+            return self.signed_out()
+        except CraterError as exc:
+            self.action_error = exc.message
+            return None
+        self.edit_title = self.msg("admin.edit.title", username=user.username)
+        self.edit_username, self.edit_role, self.edit_status = user.username, user.role, user.status
+        self.edit_sign_in = user.sign_in
+        self.edit_limits = {
+            "max_sessions": "" if user.max_sessions is None else str(user.max_sessions),
+            "max_accelerators_per_job": "" if user.max_accelerators_per_job is None else str(user.max_accelerators_per_job),
+            "max_runtime": "" if user.max_runtime_s is None else str(user.max_runtime_s),
+        }
+        self.edit_open = True
+        return None
+
+    @rx.event
+    def set_edit_open(self, value: bool) -> None:
+        """Close (or keep open) the edit dialog."""
+        self.edit_open = value
+
+    @rx.event
+    def set_edit_role(self, role: str) -> None:
+        """The role chosen in the edit dialog."""
+        if role in ROLES:
+            self.edit_role = role
+
+    @rx.event
+    def set_edit_status(self, status: str) -> None:
+        """The status chosen in the edit dialog."""
+        if status in STATUSES:
+            self.edit_status = status
+
+    @rx.event
+    async def save_edit(self, form: dict):
+        """Apply the dialog: one ``update_user`` call with role, status and limits (all or nothing)."""
+        self.edit_error = self.edit_error_field = ""
+        changes = {"role": self.edit_role, "status": self.edit_status, **limit_changes(form)}
+        try:
+            await self.call(users.update_user, self.edit_username, changes)
+        except Unauthenticated:
+            return self.signed_out()
+        except CraterError as exc:
+            self.edit_error, self.edit_error_field = exc.message, exc.field or ""
+            return None
+        self.edit_open = False
+        return [AdminUsersState.load, rx.toast.success(self.msg("admin.edit.saved", username=self.edit_username))]

@@ -4,6 +4,10 @@ Callers (built through the services): ``anonymous`` (no token), ``guest`` (platf
 ``viewer`` (viewer of ``proj``), ``other`` (member of project ``other`` only), ``member`` (member of ``proj``,
 owns the target job and token), ``padmin`` (admin of ``proj``), ``admin`` (platform admin).
 
+A redirect (3xx) counts as allowed (``OK``): the OIDC routes answer browsers with redirects. OIDC is pointed at
+the real test provider (tests/oidc_provider.py) and self sign-up is on, so that the routes open to anonymous
+callers (sign-in, sign-up) show ``OK`` in the anonymous column.
+
 ``TABLE`` must name exactly the routes the app has: a new route without a row fails
 ``test_table_covers_every_route``. Each cell runs against its own fresh target where the request changes
 state (a new job to cancel, a new user to add, a new token to revoke), and a refused request writes nothing
@@ -15,7 +19,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from typing import Callable
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from fastapi.routing import APIRoute
 from sqlalchemy import func
@@ -25,6 +31,7 @@ from crater_app.api.app import API_PREFIX, build_api
 from crater_app.db.models import OperationLog
 from crater_app.services import approvals, jobs, projects, tokens, users
 from tests.conftest import USER_PASSWORD
+from tests.oidc_provider import oidc_settings, provider  # noqa: F401 - fixture
 
 ACTORS = ("anonymous", "guest", "viewer", "other", "member", "padmin", "admin")
 LOGIN = {"anonymous": None, "guest": "gus", "viewer": "vera", "other": "bob", "member": "alice", "padmin": "pat",
@@ -73,9 +80,18 @@ class Matrix:
         return approvals.create_request(self.ctx, self.actor("alice"), "reclaim_lock", "a long run",
                                         job_id=self.fresh_job()).id
 
+    def oidc_callback(self) -> tuple[str, None, dict]:
+        """A provider's genuine answer to a sign-in started now: the callback path and the browser's cookie."""
+        start = self.api.client.get(f"{P}/auth/oidc/login", follow_redirects=False)
+        cookie = start.cookies.get("crater_oidc") or start.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+        self.api.client.cookies.clear()
+        answer = httpx.get(start.headers["location"], follow_redirects=False, timeout=10)
+        back = urlsplit(answer.headers["location"])
+        return f"{back.path}?{back.query}", None, {"Cookie": f"crater_oidc={cookie}"}
 
-# A request: (path, json body or None) built for the calling actor's cell.
-Build = Callable[[Matrix, str], tuple[str, object]]
+
+# A request: (path, json body or None[, extra headers]) built for the calling actor's cell.
+Build = Callable[[Matrix, str], tuple]
 
 
 def fixed(path: str, body: object = None) -> Build:
@@ -146,6 +162,15 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
                                       (401, 403, 403, 403, 403, 403, OK)),
     ("PUT", f"{P}/projects/{{name}}/billing"): (fixed(f"{P}/projects/proj/billing", {"member_allowance_points": 50}),
                                                 (401, 404, 403, 404, 403, 403, OK)),
+    # Sign-in with OIDC and self sign-up are open to everyone, signed in or not (the token is not looked at).
+    ("GET", f"{P}/auth/oidc/login"): (fixed(f"{P}/auth/oidc/login"), (OK, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/auth/oidc/callback"): (lambda m, who: m.oidc_callback(), (OK, OK, OK, OK, OK, OK, OK)),
+    ("POST", f"{P}/auth/signup"): (lambda m, who: (f"{P}/auth/signup", {"username": m.fresh_name("signup"),
+                                                                        "password": USER_PASSWORD}),
+                                   (OK, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/users/{{username}}"): (fixed(f"{P}/users/alice"), (401, 403, 403, 403, 403, 403, OK)),
+    ("PATCH", f"{P}/users/{{username}}"): (lambda m, who: (f"{P}/users/{m.fresh_user()}", {"max_sessions": 2}),
+                                           (401, 403, 403, 403, 403, 403, OK)),
 }
 
 
@@ -174,8 +199,9 @@ def test_table_covers_every_route():
 
 
 @pytest.fixture
-def matrix(api) -> Matrix:
+def matrix(api, provider) -> Matrix:  # noqa: F811
     ctx, admin = api.world.ctx, api.world.admin
+    ctx.settings = oidc_settings(ctx.settings, provider, signup_enabled=True)
     for name in ("pat", "vera"):
         users.create_user(ctx, admin, name, USER_PASSWORD)
         api.world.tokens[name] = users.login(ctx, name, USER_PASSWORD).access_token
@@ -200,12 +226,13 @@ def test_authorization_matrix(matrix):
     wrong = []
     for (method, route), (build, expected) in TABLE.items():
         for who, want in zip(ACTORS, expected):
-            path, body = build(matrix, who)
+            path, body, *extra = build(matrix, who)
             login = LOGIN[who]
             headers = {"Authorization": f"Bearer {matrix.api.world.tokens[login]}"} if login else {}
+            headers.update(extra[0] if extra else {})
             before = _oplog_rows(matrix.ctx)
-            r = client.request(method, path, headers=headers, json=body)
-            got_class = OK if 200 <= r.status_code < 300 else r.status_code
+            r = client.request(method, path, headers=headers, json=body, follow_redirects=False)
+            got_class = OK if 200 <= r.status_code < 400 else r.status_code
             if got_class != want:
                 wrong.append(f"{method} {route} as {who}: expected {want}, got {r.status_code} {r.text[:160]}")
             elif want != OK:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import AdminUsersState, AppState
-from crater_app.state.admin import ROLES
+from crater_app.state.admin import ROLES, STATUSES
 from crater_app.ui.components import (
     MONO, error_callout, field, loading, or_empty, page_header, role_badge, section_title, shell, t,
 )
@@ -65,8 +65,79 @@ def _user_row(user: rx.Var) -> rx.Component:
                                                                                 "gray"), variant="soft")),
         rx.table.cell(or_empty(user["project"])),
         rx.table.cell(rx.text(user["created"], size="1", font_family=MONO)),
+        rx.table.cell(_actions(user)),
         align="center",
         class_name="user-row",
+    )
+
+
+def _actions(user: rx.Var) -> rx.Component:
+    """Activate a pending sign-up / disable an active account, and open the edit dialog."""
+    return rx.hstack(
+        rx.cond(
+            user["status"] == "active",
+            rx.button(t("admin.disable"), size="1", variant="soft", color_scheme="red",
+                      on_click=AdminUsersState.set_status(user["username"], "disabled"), class_name="user-disable"),
+            rx.button(t("admin.activate"), size="1", variant="soft", color_scheme="green",
+                      on_click=AdminUsersState.set_status(user["username"], "active"), class_name="user-activate"),
+        ),
+        rx.button(rx.icon("pencil", size=14), t("admin.edit"), size="1", variant="soft",
+                  on_click=AdminUsersState.open_edit(user["username"]), class_name="user-edit"),
+        spacing="2",
+    )
+
+
+def _limit_input(name: str, label: rx.Var) -> rx.Component:
+    return field(label, rx.input(
+        name=name, id=f"edit-{name}", default_value=AdminUsersState.edit_limits[name],
+        placeholder=AppState.tr["admin.limit.default"], font_family=MONO,
+        color_scheme=rx.cond(AdminUsersState.edit_error_field == name, "red", "gray"),
+    ))
+
+
+def _edit_dialog() -> rx.Component:
+    """Role, status and limits of one account (one all-or-nothing change)."""
+    return rx.dialog.root(
+        rx.dialog.content(
+            rx.dialog.title(AdminUsersState.edit_title),
+            rx.dialog.description(t("admin.edit.subtitle"), size="2", color_scheme="gray"),
+            rx.form(
+                rx.vstack(
+                    rx.grid(
+                        field(t("admin.role"), rx.select.root(
+                            rx.select.trigger(width="100%", id="edit-role"),
+                            rx.select.content(*[rx.select.item(t(f"role.{r}"), value=r) for r in ROLES]),
+                            value=AdminUsersState.edit_role, on_change=AdminUsersState.set_edit_role,
+                        )),
+                        field(t("admin.status"), rx.select.root(
+                            rx.select.trigger(width="100%", id="edit-status"),
+                            rx.select.content(*[rx.select.item(t(f"status.{x}"), value=x) for x in STATUSES]),
+                            value=AdminUsersState.edit_status, on_change=AdminUsersState.set_edit_status,
+                        )),
+                        _limit_input("max_sessions", t("admin.max_sessions")),
+                        _limit_input("max_accelerators_per_job", t("admin.max_accelerators_per_job")),
+                        _limit_input("max_runtime", t("admin.max_runtime")),
+                        columns=rx.breakpoints(initial="1", sm="2"),
+                        spacing="4",
+                        width="100%",
+                    ),
+                    error_callout(AdminUsersState.edit_error, id="edit-user-error"),
+                    rx.hstack(
+                        rx.dialog.close(rx.button(t("admin.edit.cancel"), variant="soft", color_scheme="gray",
+                                                  type="button")),
+                        rx.button(t("admin.edit.save"), type="submit", id="edit-user-save"),
+                        justify="end", width="100%",
+                    ),
+                    spacing="4", width="100%", margin_top="var(--space-3)",
+                ),
+                on_submit=AdminUsersState.save_edit,
+                reset_on_submit=False,
+                key=AdminUsersState.edit_username,
+            ),
+            max_width="640px",
+        ),
+        open=AdminUsersState.edit_open,
+        on_open_change=AdminUsersState.set_edit_open,
     )
 
 
@@ -88,6 +159,7 @@ def _users_table() -> rx.Component:
                     rx.table.column_header_cell(t("admin.col.status")),
                     rx.table.column_header_cell(t("admin.col.project")),
                     rx.table.column_header_cell(t("admin.col.created")),
+                    rx.table.column_header_cell(t("admin.col.actions")),
                 )),
                 rx.table.body(rx.foreach(AdminUsersState.users, _user_row)),
                 variant="ghost",
@@ -122,7 +194,11 @@ def admin_users_page() -> rx.Component:
             rx.cond(
                 AdminUsersState.forbidden,
                 _forbidden(),
-                rx.vstack(_create_form(), _users_table(), spacing="5", width="100%"),
+                rx.vstack(rx.cond(AdminUsersState.pending_notice != "", rx.callout.root(
+                              rx.callout.icon(rx.icon("user_check")), rx.callout.text(AdminUsersState.pending_notice),
+                              color_scheme="amber", size="1", id="users-pending")),
+                          error_callout(AdminUsersState.action_error, id="users-error"), _create_form(), _users_table(),
+                          _edit_dialog(), spacing="5", width="100%"),
             ),
             rx.vstack(error_callout(AdminUsersState.error), loading(), width="100%"),
         ),

@@ -1,0 +1,142 @@
+"""Routes for signing in with OpenID Connect, self sign-up and the administration of one account (issue 3),
+mounted by ``build_api``. The services decide; these routes translate HTTP (cookies, redirects) only."""
+
+from typing import Any, Literal
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, RedirectResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from crater_app.api import docs
+from crater_app.api.body import decode_object
+from crater_app.api.errors import error_body
+from crater_app.auth.oidc import PENDING_TTL_S, OidcError
+from crater_app.db.schemas import UserDetail, UserPublic
+from crater_app.domain.errors import NotFound
+from crater_app.services import oidc_login, users
+
+#: the HttpOnly cookie holding the sealed pending login (``auth.oidc``), sent only to the OIDC routes
+PENDING_COOKIE = "crater_oidc"
+
+
+class SignupRequest(BaseModel):
+    """``POST /api/v1/auth/signup`` body (when self sign-up is on)."""
+
+    model_config = ConfigDict(extra="forbid")
+    username: str = Field(max_length=63, description="DNS-1123 label")
+    password: str = Field(min_length=8, max_length=1024)
+    email: str = Field(default="", max_length=254)
+    display_name: str = Field(default="", max_length=128)
+
+
+class UserUpdate(BaseModel):
+    """``PATCH /api/v1/users/{username}`` body (platform admins): any subset; ``null`` clears a limit."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["admin", "user", "guest"] | None = None
+    status: Literal["active", "pending", "disabled"] | None = None
+    max_sessions: int | None = Field(default=None, ge=0, le=users.MAX_SESSIONS_LIMIT)
+    max_accelerators_per_job: int | None = Field(default=None, ge=0, le=users.MAX_ACCELERATORS_LIMIT)
+    max_runtime: int | str | None = Field(default=None, description="seconds, or a duration such as '12h' or '1d'")
+
+
+def _console_url(configured: str, path: str, params: dict[str, str]) -> str:
+    """``path`` on the console, at the origin of ``configured`` (``CRATER_OIDC_REDIRECT_URL``, the public URL)
+    when set, else relative to where the browser is."""
+    origin = ""
+    if configured:
+        parts = urlsplit(configured)
+        origin = f"{parts.scheme}://{parts.netloc}"
+    return f"{origin}{path}?{urlencode(params)}"
+
+
+def _failure(request: Request, redirect_url: str, exc: OidcError) -> Response:
+    """A failed sign-in: for a browser (``Accept: text/html``) 302 to ``/login?sso_error=<reason>``, where the
+    console explains it in the user's language; for other clients the JSON error (401)."""
+    if "text/html" in request.headers.get("accept", ""):
+        response: Response = RedirectResponse(_console_url(redirect_url, "/login", {"sso_error": exc.reason}),
+                                              status_code=302)
+    else:
+        response = JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.http_status)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
+    """Add the routes to ``app`` under ``prefix`` (dependencies as in ``governance.install``)."""
+
+    def dump(model) -> dict:
+        return model.model_dump(mode="json")
+
+    # ---- OpenID Connect --------------------------------------------------------------------------------------
+    @app.get(f"{prefix}/auth/oidc/login", tags=["auth"], status_code=302,
+             responses={302: {"description": "to the identity provider"}, 404: {"description": "OIDC is off"}})
+    async def oidc_start(request: Request, c: Ctx, next: str = "") -> Response:
+        """Start single sign-on: 302 to the provider's authorization endpoint (authorization code + PKCE S256,
+        ``state`` and ``nonce``), with the pending login sealed in an HttpOnly cookie for 10 minutes. ``next``: a
+        console path to open afterwards. 404 when OIDC is not configured."""
+        if not oidc_login.enabled(c.settings):
+            raise NotFound("single sign-on (OIDC) is not configured on this Crater", "path")
+        try:
+            url, sealed = await run_in_threadpool(oidc_login.start, c, str(request.base_url), next[:512])
+        except OidcError as exc:  # the provider cannot be reached or its discovery document is wrong
+            return _failure(request, c.settings.oidc_redirect_url, exc)
+        response = RedirectResponse(url, status_code=302)
+        response.set_cookie(PENDING_COOKIE, sealed, max_age=PENDING_TTL_S, path=f"{prefix}/auth/oidc",
+                            httponly=True, samesite="lax", secure=request.url.scheme == "https")
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.get(f"{prefix}/auth/oidc/callback", tags=["auth"], status_code=302,
+             responses={302: {"description": "to the console's /login with a one-time code"},
+                        401: {"description": "the sign-in failed (JSON error; browsers go to /login)"}})
+    async def oidc_callback(request: Request, c: Ctx) -> Response:
+        """The provider's redirect back (``code`` and ``state``, or ``error``). On success: 302 to the console's
+        ``/login?sso=<one-time code>`` (single use, 60 s), which the console redeems for its session. On failure:
+        a JSON error (401) naming what was wrong, or for a browser (``Accept: text/html``) 302 to
+        ``/login?sso_error=<reason>``; only an ``auth:oidc`` error row is written."""
+        if not oidc_login.enabled(c.settings):
+            raise NotFound("single sign-on (OIDC) is not configured on this Crater", "path")
+        params = {k: v[:2048] for k, v in request.query_params.items() if k in
+                  ("code", "state", "error", "error_description", "iss", "session_state")}
+        try:
+            done = await run_in_threadpool(oidc_login.complete, c, request.cookies.get(PENDING_COOKIE), params,
+                                           str(request.base_url))
+        except OidcError as exc:
+            response = _failure(request, c.settings.oidc_redirect_url, exc)
+        else:
+            query = {"sso": done.code} | ({"next": done.next_path} if done.next_path else {})
+            response = RedirectResponse(_console_url(c.settings.oidc_redirect_url, "/login", query), status_code=302)
+        response.delete_cookie(PENDING_COOKIE, path=f"{prefix}/auth/oidc")
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    # ---- self sign-up --------------------------------------------------------------------------------------
+    @app.post(f"{prefix}/auth/signup", tags=["auth"], status_code=201, response_model=UserPublic,
+              openapi_extra=docs.request_body(SignupRequest, yaml=True))
+    async def signup(request: Request, c: Ctx) -> JSONResponse:
+        """Create one's own local account (when ``CRATER_SIGNUP_ENABLED``; 403 otherwise): ``{"username",
+        "password", "email"?, "display_name"?}``. It is ``pending`` until an admin activates it."""
+        body = await decode_object(request, {"username", "password", "email", "display_name"},
+                                   "a username and password")
+        user = await run_in_threadpool(users.signup, c, body.get("username"), body.get("password"),
+                                       body.get("email", ""), body.get("display_name", ""))
+        return JSONResponse(dump(user), status_code=201)
+
+    # ---- one account (platform admins) ---------------------------------------------------------------------
+    @app.get(f"{prefix}/users/{{username}}", tags=["users"], response_model=UserDetail)
+    async def get_user(username: str, c: Ctx, a: Me) -> JSONResponse:
+        """One account with its limits and how it signs in (platform admins)."""
+        return JSONResponse(dump(await read(users.get_user, c, a, username)))
+
+    @app.patch(f"{prefix}/users/{{username}}", tags=["users"], response_model=UserDetail,
+               openapi_extra=docs.request_body(UserUpdate, yaml=True))
+    async def update_user(username: str, request: Request, c: Ctx, a: Me) -> JSONResponse:
+        """Change an account (platform admins): ``role``, ``status`` (activate a sign-up, disable: revokes its
+        tokens), ``max_sessions``, ``max_accelerators_per_job``, ``max_runtime``; ``null`` clears a limit. Not
+        one's own role or status; never the last active admin."""
+        body = await decode_object(request, {"role", "status", "max_sessions", "max_accelerators_per_job",
+                                             "max_runtime"}, "the fields to change")
+        return JSONResponse(dump(await run_in_threadpool(users.update_user, c, a, username, body)))

@@ -1,0 +1,376 @@
+"""OpenID Connect relying party (authorization code flow with PKCE), built on authlib and joserfc.
+
+The protocol only: discovery, the authorization URL, the pending-login cookie, the code exchange and the ID token
+checks. Which Crater account a verified identity becomes is decided in ``services.oidc_login``.
+
+Sources: OpenID Connect Core 1.0 §3.1 (code flow; §3.1.3.7 ID token validation), OpenID Connect Discovery 1.0
+(§4 the discovery document, §4.3 issuer must match), RFC 7636 (PKCE, ``S256``), RFC 6749 §4.1 and §10.12
+(``state`` against CSRF).
+
+Pending logins are kept in the browser, not on the server: :func:`begin` returns the values to remember (``state``,
+``nonce``, PKCE ``code_verifier``, a deadline) sealed in a JWE (``dir`` + ``A256GCM``: encrypted and authenticated)
+under a key derived from the deployment secret. Any web worker or replica can finish the login, and nothing is
+written before the provider answers. The record is single-use: the callback deletes the cookie, each process refuses
+a ``state`` it has already finished, and the authorization code it carries is itself single-use at the provider
+(RFC 6749 §4.1.2), so replaying a callback on another worker fails at the token exchange.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+from urllib.parse import quote
+
+from authlib.common.security import generate_token
+from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from joserfc import jwe, jwt
+from joserfc.errors import InvalidKeyIdError, JoseError
+from joserfc.jwk import KeySet, OctKey
+from joserfc.jwt import JWTClaimsRegistry
+
+from crater_app.domain.errors import Unauthenticated
+
+PENDING_TTL_S = 600  # a login started more than 10 minutes ago is refused at the callback
+CLOCK_LEEWAY_S = 60  # tolerated clock difference with the provider for exp/iat
+DISCOVERY_TTL_S = 3600.0  # discovery documents and JWKS are fetched again after an hour (or on an unknown key id)
+JWKS_MIN_REFETCH_S = 30.0  # tokens with unknown key ids refetch the JWKS at most this often (no amplification)
+HTTP_TIMEOUT_S = 10.0
+# Asymmetric JWS algorithms accepted for ID tokens; never "none" or HMAC with the client secret.
+ID_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+class OidcError(Unauthenticated):
+    """An OpenID Connect login that cannot complete (HTTP 401, code ``unauthenticated``).
+
+    ``reason`` is a machine word for the console's translation: ``disabled`` (OIDC off), ``config`` (provider or
+    settings unusable), ``idp`` (the provider answered with an error), ``state`` (missing, wrong, expired or
+    replayed state), ``exchange`` (the code exchange failed, e.g. a replayed code), ``id_token`` (signature, issuer,
+    audience, times or nonce wrong), ``claims`` (the UserInfo endpoint, asked for claims the ID token lacks,
+    failed or answered for another subject), ``account`` (the Crater account is not active or cannot be made).
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message, None)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """What Crater needs to talk to one provider (from ``CRATER_OIDC_*``).
+
+    ``issuer``: the provider's issuer URL (exactly as in its ID tokens); ``discovery_url``: empty for
+    ``<issuer>/.well-known/openid-configuration``; ``client_secret``: empty for a public client (PKCE only);
+    ``scopes``: space-separated, must include ``openid``; ``redirect_url``: Crater's callback URL as registered.
+    """
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    redirect_url: str
+    scopes: str = "openid profile email"
+    discovery_url: str = ""
+
+    @property
+    def resolved_discovery_url(self) -> str:
+        """The discovery document's URL (OpenID Connect Discovery 1.0 §4)."""
+        return self.discovery_url or self.issuer.rstrip("/") + "/.well-known/openid-configuration"
+
+
+@dataclass(frozen=True)
+class PendingLogin:
+    """A login between the redirect to the provider and the callback: the values the callback checks."""
+
+    state: str
+    nonce: str
+    code_verifier: str
+    next_path: str
+    expires_at: float  # Unix time, seconds
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A verified ID token: ``issuer`` and ``subject`` (the stable identity), and all its ``claims``."""
+
+    issuer: str
+    subject: str
+    claims: dict
+
+
+_cache_lock = threading.Lock()
+_http_client: httpx.Client | None = None
+
+
+def _http() -> httpx.Client:
+    """One HTTP client per process, shared by every sign-in (httpx clients are thread-safe): building a client
+    loads the CA bundle into a new TLS context, ~45 ms on this machine kind, more than the rest of a sign-in."""
+    global _http_client
+    with _cache_lock:
+        if _http_client is None:
+            _http_client = httpx.Client(timeout=HTTP_TIMEOUT_S, follow_redirects=False)
+        return _http_client
+_documents: dict[str, tuple[float, dict]] = {}  # discovery URL -> (fetched at, document)
+_key_sets: dict[str, tuple[float, KeySet]] = {}  # jwks_uri -> (fetched at, keys)
+_finished_states: dict[str, float] = {}  # state -> expiry, in this process
+
+
+def forget_cached_documents() -> None:
+    """Drop the cached discovery documents and key sets (tests; a provider that rotated keys is refetched anyway)."""
+    with _cache_lock:
+        _documents.clear()
+        _key_sets.clear()
+
+
+def _get_json(url: str, what: str) -> dict:
+    try:
+        response = _http().get(url, headers={"Accept": "application/json"})
+        response.raise_for_status()
+        data = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise OidcError(f"cannot read the {what} at {url}: {(str(exc).splitlines() or [''])[0][:200]}",
+                        "config") from None
+    if not isinstance(data, dict):
+        raise OidcError(f"the {what} at {url} is not a JSON object", "config")
+    return data
+
+
+def discover(provider: ProviderSettings) -> dict:
+    """The provider's discovery document (cached for an hour per process).
+
+    Raises:
+        OidcError(config): unreachable, not JSON, an ``issuer`` different from the configured one (Discovery §4.3),
+            or a missing ``authorization_endpoint``/``token_endpoint``/``jwks_uri``.
+    """
+    url = provider.resolved_discovery_url
+    with _cache_lock:
+        hit = _documents.get(url)
+    if hit is not None and time.monotonic() - hit[0] < DISCOVERY_TTL_S:
+        return hit[1]
+    doc = _get_json(url, "discovery document")
+    if doc.get("issuer") != provider.issuer:
+        raise OidcError(f"the discovery document names issuer {str(doc.get('issuer'))[:200]!r}, not the configured "
+                        f"{provider.issuer!r}", "config")
+    for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
+        if not isinstance(doc.get(key), str) or not doc[key]:
+            raise OidcError(f"the discovery document has no {key}", "config")
+    with _cache_lock:
+        _documents[url] = (time.monotonic(), doc)
+    return doc
+
+
+def _key_set(jwks_uri: str, refresh: bool = False) -> KeySet:
+    with _cache_lock:
+        hit = _key_sets.get(jwks_uri)
+    if hit is not None:
+        age = time.monotonic() - hit[0]
+        if age < (JWKS_MIN_REFETCH_S if refresh else DISCOVERY_TTL_S):
+            return hit[1]
+    data = _get_json(jwks_uri, "key set (JWKS)")
+    try:
+        keys = KeySet.import_key_set(data)  # type: ignore[arg-type]
+    except (JoseError, ValueError, TypeError, KeyError) as exc:
+        raise OidcError(f"the key set at {jwks_uri} is not a valid JWKS: {str(exc)[:200]}", "config") from None
+    with _cache_lock:
+        _key_sets[jwks_uri] = (time.monotonic(), keys)
+    return keys
+
+
+def _seal_key(key: bytes) -> OctKey:
+    return OctKey.import_key(key)
+
+
+def begin(provider: ProviderSettings, key: bytes, next_path: str = "") -> tuple[str, str]:
+    """Start a login: the provider's authorization URL and the sealed pending-login record.
+
+    Args:
+        key: 32 bytes (``auth.keys.derive_key(..., "oidc-pending-login")``) sealing the record.
+        next_path: where the console goes after signing in (kept in the record, checked by the caller).
+
+    Returns:
+        ``(authorization_url, sealed)``: send the browser to the URL; keep ``sealed`` in an HttpOnly cookie.
+
+    Raises:
+        OidcError(config): discovery failed.
+    """
+    doc = discover(provider)
+    pending = PendingLogin(state=generate_token(43), nonce=generate_token(43), code_verifier=generate_token(64),
+                           next_path=next_path, expires_at=time.time() + PENDING_TTL_S)
+    url = prepare_grant_uri(
+        doc["authorization_endpoint"], client_id=provider.client_id, response_type="code",
+        redirect_uri=provider.redirect_url, scope=provider.scopes, state=pending.state, nonce=pending.nonce,
+        code_challenge=create_s256_code_challenge(pending.code_verifier), code_challenge_method="S256",
+    )
+    payload = json.dumps({"s": pending.state, "n": pending.nonce, "v": pending.code_verifier, "p": next_path,
+                          "e": pending.expires_at}).encode()
+    sealed = jwe.encrypt_compact({"alg": "dir", "enc": "A256GCM"}, payload, _seal_key(key))
+    return url, sealed
+
+
+def open_pending(sealed: str | None, key: bytes) -> PendingLogin:
+    """The pending login sealed by :func:`begin`.
+
+    Raises:
+        OidcError(state): no record, not sealed with ``key`` (tampered or another deployment's), or expired.
+    """
+    if not sealed:
+        raise OidcError("no sign-in is in progress in this browser (the sign-in cookie is missing); start again",
+                        "state")
+    try:
+        data = json.loads(jwe.decrypt_compact(sealed, _seal_key(key)).plaintext or b"")
+        pending = PendingLogin(state=str(data["s"]), nonce=str(data["n"]), code_verifier=str(data["v"]),
+                               next_path=str(data.get("p", "")), expires_at=float(data["e"]))
+    except (JoseError, ValueError, TypeError, KeyError):
+        raise OidcError("the sign-in record of this browser is not valid; start again", "state") from None
+    if pending.expires_at < time.time():
+        raise OidcError(f"the sign-in took longer than {PENDING_TTL_S // 60} minutes; start again", "state")
+    return pending
+
+
+def _claim_state(pending: PendingLogin) -> None:
+    """Mark ``pending.state`` finished in this process; refuse it when it already was (a replayed callback)."""
+    now = time.time()
+    with _cache_lock:
+        for state in [s for s, until in _finished_states.items() if until < now]:
+            del _finished_states[state]
+        if pending.state in _finished_states:
+            raise OidcError("this sign-in was already completed; start again", "state")
+        _finished_states[pending.state] = pending.expires_at
+
+
+def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, str],
+           wanted_claims: tuple[str, ...] = ()) -> Identity:
+    """Complete a login from the callback's query ``params`` (``code``, ``state`` or ``error``).
+
+    Steps: the provider's ``error`` (RFC 6749 §4.1.2.1), ``state`` equal to the pending one (constant-time), an
+    ``iss`` parameter, when sent, equal to the issuer (RFC 9207, against mix-up attacks), the
+    code exchanged at the token endpoint with the PKCE ``code_verifier`` (client_secret_basic, or ``none`` for a
+    public client), then the ID token: signature by a key of the provider's JWKS (refetched once for an unknown
+    key id), ``iss`` equal to the issuer, ``aud`` containing the client id (and ``azp`` equal to it when there are
+    several audiences), ``exp`` in the future and ``iat`` not in the future (60 s leeway), ``nonce`` equal to the
+    pending one, ``sub`` present. When the ID token lacks one of ``wanted_claims`` (e.g. ``groups``) and the
+    provider has a UserInfo endpoint, the claims are completed from it (OpenID Connect Core §5.3, §5.4: claims
+    asked for by scope may be returned there only); its ``sub`` must equal the ID token's (§5.3.2).
+
+    Raises:
+        OidcError: with ``reason`` ``idp``, ``state``, ``exchange``, ``id_token``, ``claims`` or ``config``.
+    """
+    if params.get("error"):
+        description = params.get("error_description") or ""
+        raise OidcError(f"the identity provider refused the sign-in: {params['error'][:100]}"
+                        + (f" ({description[:300]})" if description else ""), "idp")
+    state = params.get("state") or ""
+    if not hmac.compare_digest(state.encode(), pending.state.encode()):
+        raise OidcError("the sign-in answer does not belong to this browser's sign-in (state mismatch); start again",
+                        "state")
+    if params.get("iss") and params["iss"] != provider.issuer:  # RFC 9207: the answer came from another server
+        raise OidcError(f"the sign-in answer names issuer {params['iss'][:200]!r}, not {provider.issuer!r}", "idp")
+    code = params.get("code") or ""
+    if not code:
+        raise OidcError("the identity provider sent no authorization code", "idp")
+    _claim_state(pending)
+    doc = discover(provider)
+    token = _exchange(provider, doc["token_endpoint"], code, pending.code_verifier)
+    id_token = token.get("id_token")
+    if not isinstance(id_token, str) or not id_token:
+        raise OidcError("the identity provider returned no ID token (is the 'openid' scope allowed?)", "exchange")
+    identity = verify_id_token(provider, doc, id_token, pending.nonce)
+    missing = [c for c in wanted_claims if c and c not in identity.claims]
+    if missing and doc.get("userinfo_endpoint") and token.get("access_token"):
+        extra = userinfo(doc["userinfo_endpoint"], str(token["access_token"]), identity.subject)
+        identity = Identity(identity.issuer, identity.subject, {**extra, **identity.claims})
+    return identity
+
+
+def userinfo(endpoint: str, access_token: str, subject: str) -> dict:
+    """The UserInfo response (OpenID Connect Core §5.3) for ``access_token``; JSON only (signed UserInfo is not
+    asked for).
+
+    Raises:
+        OidcError(claims): unreachable, an error status, not a JSON object, or a ``sub`` other than ``subject``
+            (the answer must not be used: it may belong to someone else).
+    """
+    try:
+        response = _http().get(endpoint, headers={"Authorization": f"Bearer {access_token}",
+                                                  "Accept": "application/json"})
+        response.raise_for_status()
+        data = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise OidcError(f"cannot read the user's claims at {endpoint}: {(str(exc).splitlines() or [''])[0][:200]}",
+                        "claims") from None
+    if not isinstance(data, dict) or data.get("sub") != subject:
+        raise OidcError("the UserInfo answer is not about the signed-in user (sub differs)", "claims")
+    return data
+
+
+def _exchange(provider: ProviderSettings, token_endpoint: str, code: str, code_verifier: str) -> dict:
+    """POST the code to the token endpoint (RFC 6749 §4.1.3 with RFC 7636 §4.5); the token response as a dict.
+
+    A confidential client authenticates with HTTP Basic (``client_secret_basic``, id and secret form-encoded first,
+    RFC 6749 §2.3.1); a public client sends its ``client_id`` in the form.
+    """
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": provider.redirect_url,
+            "code_verifier": code_verifier}
+    auth = None
+    if provider.client_secret:
+        auth = httpx.BasicAuth(quote(provider.client_id, safe=""), quote(provider.client_secret, safe=""))
+    else:
+        form["client_id"] = provider.client_id
+    try:
+        response = _http().post(token_endpoint, data=form, auth=auth, headers={"Accept": "application/json"})
+        body = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise OidcError(f"the token exchange failed: {str(exc)[:200]}", "exchange") from None
+    if not isinstance(body, dict):
+        raise OidcError("the token endpoint answered something other than a JSON object", "exchange")
+    if "error" in body or response.status_code != 200:
+        description = str(body.get("error_description") or "")
+        raise OidcError(f"the identity provider refused the code: {str(body.get('error', response.status_code))[:100]}"
+                        + (f" ({description[:300]})" if description else ""), "exchange")
+    return body
+
+
+def verify_id_token(provider: ProviderSettings, doc: dict, id_token: str, nonce: str) -> Identity:
+    """Check an ID token (OpenID Connect Core §3.1.3.7) and return its identity; see :func:`finish`.
+
+    Raises:
+        OidcError(id_token): any check failed; OidcError(config): the JWKS cannot be read.
+    """
+    algorithms = [a for a in doc.get("id_token_signing_alg_values_supported") or ["RS256"] if a in ID_TOKEN_ALGORITHMS]
+    if not algorithms:
+        raise OidcError("the provider offers no asymmetric ID token signing algorithm Crater accepts", "config")
+    try:
+        try:
+            decoded = jwt.decode(id_token, _key_set(doc["jwks_uri"]), algorithms=algorithms)
+        except InvalidKeyIdError:  # a key id the cached JWKS lacks: the provider rotated its keys; fetch them again
+            decoded = jwt.decode(id_token, _key_set(doc["jwks_uri"], refresh=True), algorithms=algorithms)
+    except (JoseError, ValueError, TypeError) as exc:
+        raise OidcError(f"the ID token's signature is not valid: {type(exc).__name__}: {str(exc)[:200]}",
+                        "id_token") from None
+    claims = decoded.claims
+    registry = JWTClaimsRegistry(
+        leeway=CLOCK_LEEWAY_S,
+        iss={"essential": True, "value": provider.issuer},
+        sub={"essential": True},
+        aud={"essential": True, "value": provider.client_id},
+        exp={"essential": True},
+        iat={"essential": True},
+        nonce={"essential": True, "value": nonce},
+    )
+    try:
+        registry.validate(claims)
+    except JoseError as exc:
+        claim = getattr(exc, "claim", "") or str(exc)
+        what = {"exp": "has expired", "aud": f"is not meant for this client ({provider.client_id})",
+                "iss": f"was not issued by {provider.issuer}", "nonce": "does not belong to this sign-in (nonce)"}
+        message = next((f"the ID token {text}" for key, text in what.items() if key in str(claim)), None)
+        raise OidcError(message or f"the ID token was refused: {str(exc)[:200]}", "id_token") from None
+    if isinstance(claims.get("aud"), list) and len(claims["aud"]) > 1 and claims.get("azp") != provider.client_id:
+        raise OidcError(f"the ID token has several audiences and its azp is not {provider.client_id}", "id_token")
+    if not isinstance(claims.get("iat"), (int, float)) or claims["iat"] > time.time() + CLOCK_LEEWAY_S:
+        raise OidcError("the ID token was issued in the future (iat); check the clocks", "id_token")
+    return Identity(issuer=provider.issuer, subject=str(claims["sub"]), claims=dict(claims))
