@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 from fastapi import Request
@@ -76,7 +77,10 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 
 class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping key given twice (merge keys ``<<`` may still be overridden)."""
+    """``yaml.SafeLoader`` that refuses a mapping key given twice (merge keys ``<<`` may still be overridden), and
+    resolves plain scalars as YAML 1.2 does where YAML 1.1 surprises: no base-60 numbers (``1:30`` stays the text
+    ``"1:30"``, not 90) and no implicit timestamps (``2030-01-01T00:00:00Z`` stays text, which the field's own
+    parser reads). PyYAML implements YAML 1.1; the resolvers removed here are the ones YAML 1.2 dropped."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -129,3 +133,25 @@ async def decode_object(request: Request, allowed: set[str], what: str) -> dict:
     if unknown:
         raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
     return body
+
+
+def _yaml12_resolvers() -> dict:
+    """SafeLoader's implicit resolvers without the timestamp one and without base-60 ints and floats."""
+    int_tag, float_tag, ts_tag = ("tag:yaml.org,2002:" + t for t in ("int", "float", "timestamp"))
+    plain_int = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+    plain_float = re.compile(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    )
+    table: dict = {}
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+        kept = []
+        for tag, regexp in resolvers:
+            if tag == ts_tag:
+                continue
+            kept.append((tag, plain_int if tag == int_tag else plain_float if tag == float_tag else regexp))
+        table[first] = kept
+    return table
+
+
+_Loader.yaml_implicit_resolvers = _yaml12_resolvers()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.naming import is_text
+from crater_app.domain.naming import MAX_MODEL_CHARS, is_model_name, is_text
 from crater_app.domain.resources import CPU, MEMORY
 
 GIB = 2**30
@@ -33,7 +33,6 @@ MAX_POINTS_PER_HOUR = 1_000_000.0
 MAX_GRANT_POINTS = 1_000_000_000.0
 #: the largest free allowance per member and period, points
 MAX_ALLOWANCE_POINTS = 1_000_000_000.0
-MAX_MODEL_CHARS = 128
 MAX_NOTE_CHARS = 255
 # A Kubernetes extended resource name (as in domain.resources): a domain-qualified name, e.g. nvidia.com/gpu.
 _EXTENDED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -156,6 +155,10 @@ def validate_prices(raw: object) -> list[Price]:
         if not isinstance(model, str) or len(model) > MAX_MODEL_CHARS or not is_text(model):
             raise InvalidInput(f"{at}.model must be text of at most {MAX_MODEL_CHARS} characters", f"{at}.model")
         model = model.strip()
+        if model and not is_model_name(model):
+            raise InvalidInput(f"{at}.model must be an accelerator model name such as 'NVIDIA-A100-SXM4-80GB' "
+                               f"(letters, digits, '.', '_', '-', spaces; at most {MAX_MODEL_CHARS} characters)",
+                               f"{at}.model")
         if model and resource in (CPU, MEMORY):
             raise InvalidInput(f"{at}.model applies to accelerator resources only, not '{resource}'", f"{at}.model")
         if "points_per_hour" not in item:

@@ -64,3 +64,14 @@ def to_dns1123_label(text: str, fallback: str = "user", max_length: int = DNS112
     label = _NOT_LABEL.sub("-", local.lower()).strip("-")
     label = re.sub("-{2,}", "-", label)[:max_length].strip("-")
     return label or fallback
+
+
+#: An accelerator model name as NVML and the Kubernetes GPU feature discovery label ``nvidia.com/gpu.product``
+#: spell it (``NVIDIA-A100-SXM4-80GB``, ``NVIDIA H100 80GB HBM3``): letters, digits, ``. _ -`` and spaces.
+ACCELERATOR_MODEL = re.compile(r"[A-Za-z0-9._ -]+")
+MAX_MODEL_CHARS = 128
+
+
+def is_model_name(text: str) -> bool:
+    """Whether ``text`` is an accelerator model name (:data:`ACCELERATOR_MODEL`, 1..128 characters)."""
+    return 0 < len(text) <= MAX_MODEL_CHARS and ACCELERATOR_MODEL.fullmatch(text) is not None

@@ -14,7 +14,8 @@ def parse_utc(raw: object, field: str) -> datetime:
 
     Raises:
         InvalidInput: naming ``field``, when ``raw`` is not a string of at most 64 characters, not ISO 8601, or
-            has no UTC offset (a naive time is ambiguous; Crater stores UTC only).
+            has no UTC offset (a naive time is ambiguous; Crater stores UTC only), or falls outside years
+            0001..9999 in UTC.
     """
     if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_ISO_CHARS:
         raise InvalidInput(
@@ -29,4 +30,7 @@ def parse_utc(raw: object, field: str) -> datetime:
                            field) from None
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{field} must carry a UTC offset ('Z' or '+00:00'); '{text}' has none", field)
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-12:00 is past year 9999 in UTC
+        raise InvalidInput(f"{field} '{text}' is outside the years 0001..9999 once converted to UTC", field) from None

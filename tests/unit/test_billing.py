@@ -105,6 +105,8 @@ def test_validate_prices_accepts_a_table():
     ([{"resource": "cpu"}], "prices[0].points_per_hour"),
     ([{"resource": "cpu", "model": "H100", "points_per_hour": 1}], "prices[0].model"),
     ([{"resource": "nvidia.com/gpu", "model": "x" * 129, "points_per_hour": 1}], "prices[0].model"),
+    ([{"resource": "nvidia.com/gpu", "model": "=cmd|' /C calc'!A0", "points_per_hour": 1}], "prices[0].model"),
+    ([{"resource": "nvidia.com/gpu", "model": "<img src=x onerror=alert(1)>", "points_per_hour": 1}], "prices[0].model"),
     ([{"resource": "cpu", "points_per_hour": 1, "currency": "eur"}], "prices[0].currency"),
     ([{"resource": "cpu", "points_per_hour": 1}, {"resource": "cpu", "points_per_hour": 2}], "prices[1].resource"),
     (["cpu"], "prices[0]"),
