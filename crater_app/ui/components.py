@@ -188,6 +188,12 @@ def user_menu() -> rx.Component:
             rx.menu.separator(),
             rx.menu.item(rx.icon("key_round", size=14), t("nav.tokens"), on_click=rx.redirect("/tokens"),
                          id="menu-tokens"),
+            # The sections that only wide screens show in the bar are reachable here on every width.
+            rx.menu.item(rx.icon("clipboard_check", size=14), t("nav.approvals"), on_click=rx.redirect("/approvals"),
+                         id="menu-approvals"),
+            rx.cond(AppState.role != "guest",
+                    rx.menu.item(rx.icon("chart_column", size=14), t("nav.usage"), on_click=rx.redirect("/usage"),
+                                 id="menu-usage")),
             rx.menu.separator(),
             rx.menu.item(rx.icon("log_out", size=14), t("nav.sign_out"), on_click=AppState.sign_out, color="red",
                          id="sign-out"),
