@@ -625,7 +625,7 @@ class _Pass:
             if self.reclaimable(d, key) < amount:
                 return False
         ledger = self.ledger
-        chosen: list[tuple[Demand, str, int]] = []  # victim, the key it frees, its project's usage before
+        chosen: list[tuple[Demand, str]] = []  # victim, the lacking key it frees
         for victim in self.candidates:
             if victim.key in self.taken or victim.project_id == d.project_id or victim.key not in ledger.admitted:
                 continue
@@ -639,18 +639,30 @@ class _Pass:
                     frees = frees or key
             if frees is None:
                 continue
-            chosen.append((victim, frees, ledger.project[victim.project_id].get(frees, 0)))
+            chosen.append((victim, frees))
             ledger.remove(victim, candidate=True)
             lack = ledger.shortfall(d, self.capacity)
             if not lack:
                 break
         if lack:
-            for victim, _key, _used in chosen:
+            for victim, _key in chosen:
                 ledger.restore(victim)
             return False
-        for victim, key, used in chosen:
+        # Keep only what is needed: give back, latest chosen first, each victim the job fits without (as Kueue's
+        # minimal preemption set does).
+        for victim, key in reversed(chosen[:-1]):
+            ledger.restore(victim)
+            if ledger.shortfall(d, self.capacity):
+                ledger.remove(victim, candidate=True)
+            else:
+                chosen.remove((victim, key))
+        before: defaultdict[tuple[int, str], int] = defaultdict(int)
+        for victim, key in chosen:
+            before[(victim.project_id, key)] += victim.usage.get(key, 0)
+        for victim, key in chosen:
             self.taken.add(victim.key)
             self.touched.add(victim.project_id)
+            used = ledger.project[victim.project_id].get(key, 0) + before[(victim.project_id, key)]
             self.preempt.append(self._preemption(victim, d, key, used))
         return True
 
@@ -683,7 +695,7 @@ class _Pass:
         in_use = (f"the machine has {args['limit']}, {args['used']} in use by {_n(jobs, 'job')} of "
                   f"{_n(users, 'user')}" + (f" and {args['reserved']} kept for other projects' guarantees"
                                              if reserved else ""))
-        if self.below_deserved(d, lack):
+        if self.capacity.get(key, 0) >= d.usage[key] and self.below_deserved(d, lack):
             project_used = ledger.project.get(d.project_id, {}).get(key, 0)
             deserved = ledger.deserved(d.project_id, key)
             args |= {"deserved": format_amount(key, deserved), "project_used": format_amount(key, project_used),
