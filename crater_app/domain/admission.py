@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -238,85 +238,168 @@ def _share(used: int, deserved: int) -> float:
 
 
 class _Ledger:
-    """Admitted usage during one :func:`decide` pass: per machine, project, member, user sessions, the reserved
-    (unused) part of guarantees, and lazily built per-key job/user tallies for the hold sentences."""
+    """Admitted usage during one :func:`decide` pass: per machine, project, member and user sessions, the reserved
+    (unused) part of guarantees, and the jobs/users behind a usage for the hold sentences.
+
+    Loading is one pass over the admitted jobs with plain dict updates (machine and project totals only); member
+    usage and the per-key job/user counts are built on first use, for the keys and members asked about, and kept
+    current from then on."""
 
     def __init__(self, quotas: dict[int, ProjectQuota]) -> None:
         self.quotas = quotas
-        self.total: defaultdict[str, int] = defaultdict(int)
-        self.project: defaultdict[int, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self.member: defaultdict[tuple[int, int], defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self.sessions: defaultdict[int, int] = defaultdict(int)
-        self.reserved: defaultdict[str, int] = defaultdict(int)
-        self.preemptible: defaultdict[int, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.total: dict[str, int] = {}
+        self.project: dict[int, dict[str, int]] = {}
+        self.jobs: dict[int, dict[object, Demand]] = {}  # project -> admitted jobs by key
+        self.sessions: dict[int, int] = {}
+        self.reserved: dict[str, int] = {}
+        # Filled by the first reclaim of the pass (see _Pass.candidates): preemptible usage per project, what of
+        # it each project could give back (above its deserved share) and the sums of that per key.
+        self.preemptible: dict[int, dict[str, int]] = {}
+        self.reclaimable_by: dict[int, dict[str, int]] = {}
+        self.reclaimable: dict[str, int] = {}
+        self.reclaim_ready = False
         self.admitted: dict[object, Demand] = {}
-        self._tallies: tuple | None = None
+        self._member: dict[tuple[int, int], dict[str, int]] = {}
+        self._tally: dict[str, list] = {}  # key -> [jobs, {user: jobs}, distinct users] on the machine
 
     def quota(self, project_id: int) -> ProjectQuota:
         quota = self.quotas.get(project_id)
         return quota if quota is not None else ProjectQuota(project_id, str(project_id))
 
-    def load(self, admitted: list[Demand], candidates: set) -> None:
-        """Count the already admitted jobs; ``candidates`` are keys whose usage may be reclaimed."""
-        total, project, member, sessions, pre = self.total, self.project, self.member, self.sessions, self.preemptible
+    def load(self, admitted: list[Demand]) -> None:
+        """Count the already admitted jobs."""
+        total, project, jobs, sessions = self.total, self.project, self.jobs, self.sessions
         for d in admitted:
             self.admitted[d.key] = d
-            used = project[d.project_id]
-            mine = member[(d.project_id, d.user_id)]
+            pid = d.project_id
+            used = project.get(pid)
+            if used is None:
+                used = project[pid] = {}
+                jobs[pid] = {}
+            jobs[pid][d.key] = d
             for key, amount in d.usage.items():
-                total[key] += amount
-                used[key] += amount
-                mine[key] += amount
+                total[key] = total.get(key, 0) + amount
+                used[key] = used.get(key, 0) + amount
             if d.kind == "interactive":
-                sessions[d.user_id] += 1
-            if d.key in candidates:
-                p = pre[d.project_id]
-                for key, amount in d.usage.items():
-                    p[key] += amount
+                sessions[d.user_id] = sessions.get(d.user_id, 0) + 1
+        reserved = self.reserved
         for project_id, quota in self.quotas.items():
             if quota.guarantee:
                 used = project.get(project_id, {})
                 for key, amount in quota.guarantee.items():
                     free = amount - used.get(key, 0)
                     if free > 0:
-                        self.reserved[key] += free
+                        reserved[key] = reserved.get(key, 0) + free
 
-    def _unreserve(self, project_id: int) -> None:
-        guarantee = self.quota(project_id).guarantee
-        used = self.project[project_id]
-        for key, amount in guarantee.items():
+    def _guarantee_term(self, project_id: int, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) the project's unused guarantee from the reserved totals."""
+        used = self.project.get(project_id, {})
+        for key, amount in self.quota(project_id).guarantee.items():
             free = amount - used.get(key, 0)
             if free > 0:
-                self.reserved[key] -= free
-
-    def _reserve(self, project_id: int) -> None:
-        guarantee = self.quota(project_id).guarantee
-        used = self.project[project_id]
-        for key, amount in guarantee.items():
-            free = amount - used.get(key, 0)
-            if free > 0:
-                self.reserved[key] += free
+                self.reserved[key] = self.reserved.get(key, 0) + sign * free
 
     def add(self, d: Demand) -> None:
-        """Admit ``d`` (not a reclaim candidate in this pass)."""
+        """Admit ``d`` (it is no reclaim candidate in this pass)."""
         self._change(d, 1)
-        self.admitted[d.key] = d
 
     def remove(self, d: Demand, candidate: bool) -> None:
-        """Take ``d``'s usage back (a victim)."""
+        """Take ``d``'s usage back (a victim); ``candidate``: it was counted as reclaimable."""
         self._change(d, -1)
-        self.admitted.pop(d.key, None)
         if candidate:
-            p = self.preemptible[d.project_id]
-            for key, amount in d.usage.items():
-                p[key] -= amount
+            self._preemptible(d, -1)
 
     def restore(self, d: Demand) -> None:
         """Undo :meth:`remove` of a reclaim candidate (a reclaim plan that did not free enough)."""
-        self.add(d)
-        p = self.preemptible[d.project_id]
+        self._change(d, 1)
+        self._preemptible(d, 1)
+
+    def _preemptible(self, d: Demand, sign: int) -> None:
+        p = self.preemptible.setdefault(d.project_id, {})
         for key, amount in d.usage.items():
-            p[key] += amount
+            p[key] = p.get(key, 0) + sign * amount
+        self._refresh(d.project_id)
+
+    def _refresh(self, project_id: int) -> None:
+        """Recompute what the project could give back per key: min(preemptible usage, usage above deserved)."""
+        if not self.reclaim_ready:
+            return
+        new: dict[str, int] = {}
+        for key, amount in self.preemptible.get(project_id, {}).items():
+            if amount > 0:
+                excess = self.excess(project_id, key)
+                if excess > 0:
+                    new[key] = min(amount, excess)
+        total = self.reclaimable
+        for key, amount in self.reclaimable_by.get(project_id, {}).items():
+            total[key] -= amount
+        for key, amount in new.items():
+            total[key] = total.get(key, 0) + amount
+        self.reclaimable_by[project_id] = new
+
+    def _change(self, d: Demand, sign: int) -> None:
+        pid = d.project_id
+        has_guarantee = bool(self.quota(pid).guarantee)
+        if has_guarantee:
+            self._guarantee_term(pid, -1)
+        used = self.project.setdefault(pid, {})
+        jobs = self.jobs.setdefault(pid, {})
+        if sign > 0:
+            jobs[d.key] = d
+            self.admitted[d.key] = d
+        else:
+            jobs.pop(d.key, None)
+            self.admitted.pop(d.key, None)
+        mine = self._member.get((pid, d.user_id))
+        for key, amount in d.usage.items():
+            self.total[key] = self.total.get(key, 0) + sign * amount
+            used[key] = used.get(key, 0) + sign * amount
+            if mine is not None:
+                mine[key] = mine.get(key, 0) + sign * amount
+            tally = self._tally.get(key)
+            if tally is not None and amount > 0:
+                self._count(tally, d.user_id, sign)
+        if has_guarantee:
+            self._guarantee_term(pid, 1)
+        if d.kind == "interactive":
+            self.sessions[d.user_id] = self.sessions.get(d.user_id, 0) + sign
+        self._refresh(pid)
+
+    @staticmethod
+    def _count(tally: list, user_id: int, sign: int) -> None:
+        tally[0] += sign
+        per_user = tally[1]
+        before = per_user.get(user_id, 0)
+        per_user[user_id] = before + sign
+        if before == 0 and sign > 0:
+            tally[2] += 1
+        elif before + sign == 0:
+            tally[2] -= 1
+
+    def member(self, project_id: int, user_id: int) -> dict[str, int]:
+        """The admitted usage of ``user_id`` in ``project_id``."""
+        mine = self._member.get((project_id, user_id))
+        if mine is None:
+            mine = self._member[(project_id, user_id)] = {}
+            for d in self.jobs.get(project_id, {}).values():
+                if d.user_id == user_id:
+                    for key, amount in d.usage.items():
+                        mine[key] = mine.get(key, 0) + amount
+        return mine
+
+    def counts(self, key: str, project_id: int | None = None, user_id: int | None = None) -> tuple[int, int]:
+        """(jobs, distinct users) holding some ``key``: on the machine, in a project, or of one user there."""
+        if project_id is None:
+            tally = self._tally.get(key)
+            if tally is None:
+                tally = self._tally[key] = [0, {}, 0]
+                for d in self.admitted.values():
+                    if d.usage.get(key, 0) > 0:
+                        self._count(tally, d.user_id, 1)
+            return tally[0], tally[2]
+        holders = [d.user_id for d in self.jobs.get(project_id, {}).values()
+                   if d.usage.get(key, 0) > 0 and (user_id is None or d.user_id == user_id)]
+        return len(holders), len(set(holders))
 
     def deserved(self, project_id: int, key: str) -> int:
         """The project's deserved amount of ``key`` (a model key absent falls back to its generic key; else 0)."""
@@ -326,46 +409,13 @@ class _Ledger:
         base, model = split_key(key)
         return deserved.get(base, 0) if model is not None else 0
 
-    def _change(self, d: Demand, sign: int) -> None:
-        has_guarantee = bool(self.quota(d.project_id).guarantee)
-        if has_guarantee:
-            self._unreserve(d.project_id)
-        used = self.project[d.project_id]
-        mine = self.member[(d.project_id, d.user_id)]
-        for key, amount in d.usage.items():
-            self.total[key] += sign * amount
-            used[key] += sign * amount
-            mine[key] += sign * amount
-        if has_guarantee:
-            self._reserve(d.project_id)
-        if d.kind == "interactive":
-            self.sessions[d.user_id] += sign
-        if self._tallies is not None:
-            self._tally(d, sign)
-
-    def _tally(self, d: Demand, sign: int) -> None:
-        jobs, users, pjobs, pusers = self._tallies
-        for key, amount in d.usage.items():
-            if amount > 0:
-                jobs[key] += sign
-                users[key][d.user_id] += sign
-                pjobs[(d.project_id, key)] += sign
-                pusers[(d.project_id, key)][d.user_id] += sign
-
-    def counts(self, key: str, project_id: int | None = None, user_id: int | None = None) -> tuple[int, int]:
-        """(jobs, distinct users) holding some ``key``: on the machine, in a project, or of one user there."""
-        if self._tallies is None:
-            self._tallies = (Counter(), defaultdict(Counter), Counter(), defaultdict(Counter))
-            for d in self.admitted.values():
-                self._tally(d, 1)
-        jobs, users, pjobs, pusers = self._tallies
-        if project_id is None:
-            return jobs[key], sum(1 for n in users[key].values() if n > 0)
-        per_user = pusers[(project_id, key)]
-        if user_id is not None:
-            n = per_user.get(user_id, 0)
-            return n, 1 if n > 0 else 0
-        return pjobs[(project_id, key)], sum(1 for n in per_user.values() if n > 0)
+    def covers(self, project_id: int, key: str) -> bool:
+        """True when the project's ``deserved`` speaks about ``key`` (itself, or its generic key for a model key)."""
+        deserved = self.quota(project_id).deserved
+        if key in deserved:
+            return True
+        base, model = split_key(key)
+        return model is not None and base in deserved
 
     def excess(self, project_id: int, key: str, extra: int = 0) -> int:
         """How much of ``key`` the project holds (plus ``extra``) above its deserved share; <= 0 when within it.
@@ -444,16 +494,12 @@ def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[
             admitted.append(d)
         else:
             held[d.project_id].append(d)
-    candidates = sorted(
-        (d for d in admitted if d.preemptible and not d.reclaim_lock),
-        key=lambda d: (d.priority, -d.created_at.timestamp(), _key_order(d.key)),
-    )
     ledger = _Ledger(quotas)
-    ledger.load(admitted, {d.key for d in candidates})
+    ledger.load(admitted)
     for queue in held.values():
         queue.sort(key=_order)
 
-    ctx = _Pass(ledger, shares, limits, capacity, candidates)
+    ctx = _Pass(ledger, shares, limits, capacity)
     heap: list[tuple] = []
     nxt: dict[int, int] = {}
     for project_id, queue in held.items():
@@ -497,13 +543,12 @@ _BLOCKING = frozenset({"quota", "capacity", "fairshare"})
 class _Pass:
     """The mutable part of one :func:`decide` call: checks one held job at a time against the ledger."""
 
-    def __init__(self, ledger: _Ledger, shares, limits, capacity: Usage, candidates: list[Demand]) -> None:
+    def __init__(self, ledger: _Ledger, shares, limits, capacity: Usage) -> None:
         self.ledger = ledger
         self.shares = shares
         self.limits = limits
         self.capacity = capacity
-        self.candidates = candidates
-        self.candidate_keys = {d.key for d in candidates}
+        self._candidates: list[Demand] | None = None
         self.taken: set = set()
         self.admit: list = []
         self.hold: dict = {}
@@ -553,7 +598,7 @@ class _Pass:
                     f"{args['request']}. " + self._where(args)))
         share = self.shares.get((d.project_id, d.user_id))
         if share:
-            used = ledger.member.get((d.project_id, d.user_id), {})
+            used = ledger.member(d.project_id, d.user_id)
             key = over(used, d.usage, share)
             if key is not None:
                 jobs, _users = ledger.counts(key, d.project_id, d.user_id)
@@ -592,41 +637,56 @@ class _Pass:
             f"{ahead} is held ({blocker}) and jobs of a project start in order."))
 
     # -- capacity and fair share -----------------------------------------------------------------------------
+    def candidates(self) -> list[Demand]:
+        """Jobs that may be reclaimed, in victim order (lowest priority, then most recent first); built on the
+        first reclaim of the pass, with the preemptible usage per project. Jobs admitted in this pass are not
+        candidates."""
+        if self._candidates is None:
+            now = set(self.admit)
+            self._candidates = sorted(
+                (d for d in self.ledger.admitted.values()
+                 if d.preemptible and not d.reclaim_lock and d.key not in now),
+                key=lambda d: (d.priority, -d.created_at.timestamp(), _key_order(d.key)),
+            )
+            ledger = self.ledger
+            for d in self._candidates:
+                p = ledger.preemptible.setdefault(d.project_id, {})
+                for key, amount in d.usage.items():
+                    p[key] = p.get(key, 0) + amount
+            ledger.reclaim_ready = True
+            for project_id in ledger.preemptible:
+                ledger._refresh(project_id)
+        return self._candidates
+
     def below_deserved(self, d: Demand, lack: dict[str, int]) -> bool:
-        """True when ``d``'s project stays within its deserved share with ``d`` on every key lacking and every key
-        of ``d`` its ``deserved`` names."""
+        """True when ``d``'s project may reclaim for ``d``: its ``deserved`` covers some key the machine lacks,
+        and with ``d`` added it stays within its deserved share on every key of ``d`` that ``deserved`` covers."""
         ledger = self.ledger
-        deserved = ledger.quota(d.project_id).deserved
-        if not deserved:
+        pid = d.project_id
+        if not ledger.quota(pid).deserved or not any(ledger.covers(pid, key) for key in lack):
             return False
         for key, amount in d.usage.items():
-            if amount > 0 and (key in lack or key in deserved) and ledger.excess(d.project_id, key, amount) > 0:
+            if amount > 0 and ledger.covers(pid, key) and ledger.excess(pid, key, amount) > 0:
                 return False
         return True
 
     def reclaimable(self, d: Demand, key: str) -> int:
         """Upper bound of ``key`` that preemptible jobs of other projects above their deserved share could free."""
-        total = 0
-        for project_id, pre in self.ledger.preemptible.items():
-            if project_id == d.project_id:
-                continue
-            amount = pre.get(key, 0)
-            if amount > 0:
-                excess = self.ledger.excess(project_id, key)
-                if excess > 0:
-                    total += min(amount, excess)
-        return total
+        self.candidates()
+        ledger = self.ledger
+        return ledger.reclaimable.get(key, 0) - ledger.reclaimable_by.get(d.project_id, {}).get(key, 0)
 
     def reclaim(self, d: Demand, lack: dict[str, int]) -> bool:
         """Plan preemptions so that ``d`` fits; on success record them and return True, else change nothing."""
-        if not self.candidates or not self.below_deserved(d, lack):
+        if not self.below_deserved(d, lack) or not self.candidates():
             return False
-        for key, amount in lack.items():
-            if self.reclaimable(d, key) < amount:
-                return False
         ledger = self.ledger
+        claimed = [key for key in lack if ledger.covers(d.project_id, key)]  # what d's deserved share covers
+        for key in claimed:
+            if self.reclaimable(d, key) < lack[key]:
+                return False
         chosen: list[tuple[Demand, str]] = []  # victim, the lacking key it frees
-        for victim in self.candidates:
+        for victim in self._candidates:
             if victim.key in self.taken or victim.project_id == d.project_id or victim.key not in ledger.admitted:
                 continue
             frees = None
@@ -636,7 +696,8 @@ class _Pass:
                     if ledger.excess(victim.project_id, key) - amount < 0:
                         frees = None  # it would bring its project below its deserved share
                         break
-                    frees = frees or key
+                    if frees is None and key in claimed:
+                        frees = key
             if frees is None:
                 continue
             chosen.append((victim, frees))
@@ -662,7 +723,7 @@ class _Pass:
         for victim, key in chosen:
             self.taken.add(victim.key)
             self.touched.add(victim.project_id)
-            used = ledger.project[victim.project_id].get(key, 0) + before[(victim.project_id, key)]
+            used = ledger.project.get(victim.project_id, {}).get(key, 0) + before[(victim.project_id, key)]
             self.preempt.append(self._preemption(victim, d, key, used))
         return True
 
@@ -684,7 +745,9 @@ class _Pass:
 
     def capacity_hold(self, d: Demand, lack: dict[str, int], position: int, held: int) -> Hold:
         ledger = self.ledger
-        key = sorted(lack)[0]
+        fair = self.below_deserved(d, lack)
+        covered = [key for key in sorted(lack) if ledger.covers(d.project_id, key)] if fair else []
+        key = covered[0] if covered else sorted(lack)[0]
         jobs, users = ledger.counts(key)
         reserved = ledger.others_reserved(d, key)
         args = self._base(d, position, held) | {
@@ -695,7 +758,7 @@ class _Pass:
         in_use = (f"the machine has {args['limit']}, {args['used']} in use by {_n(jobs, 'job')} of "
                   f"{_n(users, 'user')}" + (f" and {args['reserved']} kept for other projects' guarantees"
                                              if reserved else ""))
-        if self.capacity.get(key, 0) >= d.usage[key] and self.below_deserved(d, lack):
+        if fair and self.capacity.get(key, 0) >= d.usage[key]:
             project_used = ledger.project.get(d.project_id, {}).get(key, 0)
             deserved = ledger.deserved(d.project_id, key)
             args |= {"deserved": format_amount(key, deserved), "project_used": format_amount(key, project_used),
