@@ -257,3 +257,73 @@ def test_no_over_admission_with_many_demands(seed):
         for u in limits:
             assert sum(1 for d in running if d.user_id == u and d.kind == "interactive") <= 2
         assert set(plan.hold) | set(plan.admit) == {d.key for d in present if not d.admitted}
+
+
+# -- fair share details -----------------------------------------------------------------------------------------
+
+FAIR = {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2})}
+
+
+def test_reclaim_frees_cpu_with_the_devices_it_deserves():
+    usage = {GPU: 1, "cpu": 4000}
+    demands = [job(f"s{i}", project=2, minute=i, admitted=True, preemptible=True, usage=usage) for i in range(8)]
+    demands.append(job("h", project=1, minute=20, usage={GPU: 2, "cpu": 8000}))
+    plan = decide(demands, FAIR, {}, {}, {GPU: 8, "cpu": 32_000})
+    assert plan.admit == ["h"] and [p.victim for p in plan.preempt] == ["s7", "s6"]
+
+
+def test_no_reclaim_for_a_resource_the_deserved_share_does_not_cover():
+    demands = [job(f"s{i}", project=2, minute=i, admitted=True, preemptible=True, usage={"cpu": 8000})
+               for i in range(4)]
+    demands.append(job("h", project=1, minute=20, usage={"cpu": 8000}))
+    plan = decide(demands, FAIR, {}, {}, {GPU: 8, "cpu": 32_000})
+    assert plan.preempt == [] and plan.hold["h"].code == "capacity"
+
+
+def test_victims_must_free_what_is_lacking():
+    demands = [job("cpu-only", project=2, minute=9, admitted=True, preemptible=True, usage={"cpu": 1000}),
+               job("gpu", project=2, minute=1, admitted=True, preemptible=True, gpus=4),
+               job("gpu2", project=2, minute=2, admitted=True, gpus=4),
+               job("h", project=1, minute=20, gpus=1)]
+    plan = decide(demands, FAIR, {}, {}, {GPU: 8, "cpu": 32_000})
+    assert [p.victim for p in plan.preempt] == ["gpu"] and plan.admit == ["h"]
+
+
+def test_shares_are_recomputed_after_each_admission():
+    quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 4})}
+    demands = [job(f"a{i}", project=1, minute=i) for i in range(6)]
+    demands += [job(f"b{i}", project=2, minute=10 + i) for i in range(6)]
+    plan = decide(demands, quotas, {}, {}, {GPU: 4})
+    assert plan.admit == ["a0", "b0", "a1", "b1"]
+
+
+def test_dominant_share_is_the_largest_over_deserved_keys():
+    quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 4, "cpu": 16_000}),
+              2: ProjectQuota(2, "speech", deserved={GPU: 4})}
+    demands = [job("cpu-heavy", project=1, admitted=True, usage={"cpu": 16_000}),
+               job("two", project=2, admitted=True, gpus=2),
+               job("a", project=1, minute=1, priority=9), job("b", project=2, minute=2)]
+    plan = decide(demands, quotas, {}, {}, {GPU: 3, "cpu": 64_000})
+    assert plan.admit == ["b"] and plan.hold["a"].code == "fairshare"  # within its share, nothing to reclaim
+
+
+def test_behind_a_blocked_job_its_own_limit_is_reported_first():
+    demands = [job("big", gpus=8, minute=1), job("needs-ok", minute=2, approval_pending=True), job("plain", minute=3)]
+    plan = decide(demands, QUOTAS, {}, {}, CAPACITY)
+    assert plan.hold["big"].code == "quota"
+    assert plan.hold["needs-ok"].code == "approval" and plan.hold["needs-ok"].args["position"] == 2
+    assert plan.hold["plain"].code == "queue" and plan.hold["plain"].args["ahead"] == 1
+
+
+def test_guarantee_is_kept_from_reclaim_victims_too():
+    # speech holds 3 with a guarantee of 2 and a deserved share of 2: one device can be reclaimed, not two.
+    quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 6}),
+              2: ProjectQuota(2, "speech", guarantee={GPU: 2}, deserved={GPU: 2})}
+    demands = [job(f"s{i}", project=2, minute=i, admitted=True, preemptible=True) for i in range(3)]
+    demands += [job(f"v{i}", project=1, minute=i, admitted=True) for i in range(1)]
+    demands += [job("h", project=1, minute=20, gpus=2)]
+    plan = decide(demands, quotas, {}, {}, {GPU: 4})
+    assert plan.preempt == [] and plan.hold["h"].code == "fairshare"
+    assert plan.hold["h"].args["reclaimable"] == "1 × nvidia.com/gpu"
+    plan = decide(demands[:-1] + [job("h", project=1, minute=20, gpus=1)], quotas, {}, {}, {GPU: 4})
+    assert [p.victim for p in plan.preempt] == ["s2"] and plan.admit == ["h"]
