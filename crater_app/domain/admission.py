@@ -45,7 +45,8 @@ call never over-admits however many jobs are held):
    other projects go on (they may use what the blocked job could not). Per-user holds (``share``, ``sessions``,
    ``approval``) block nobody: the project's next job is considered.
 
-``deserved`` on a model key: when ``deserved`` gives ``nvidia.com/gpu`` but not ``nvidia.com/gpu:M``, the model's
+A ``guarantee`` counts as deserved at least (Volcano requires ``guarantee <= deserved``; a project given only a
+guarantee may reclaim up to it). ``deserved`` on a model key: when ``deserved`` gives ``nvidia.com/gpu`` but not ``nvidia.com/gpu:M``, the model's
 share is bounded by the generic key (a project deserving 4 GPUs deserves 4 of any model).
 
 Every :class:`Hold` carries its project queue ``position`` and ``held`` (jobs held in that project), and counts of
@@ -267,6 +268,8 @@ class _Ledger:
         self.reclaim_ready = False
         self.admitted: dict[object, Demand] = {}
         self._member: dict[tuple[int, int], dict[str, int]] = {}
+        self._deserved: dict[int, Usage] = {}
+        self._member_projects: set[int] = set()
         self._tally: dict[str, list] = {}  # key -> [jobs, {user: jobs}, distinct users] on the machine
 
     def quota(self, project_id: int) -> ProjectQuota:
@@ -357,7 +360,7 @@ class _Ledger:
         else:
             jobs.pop(d.key, None)
             self.admitted.pop(d.key, None)
-        mine = self._member.get((pid, d.user_id))
+        mine = self._member.setdefault((pid, d.user_id), {}) if pid in self._member_projects else None
         for key, amount in d.usage.items():
             self.total[key] = self.total.get(key, 0) + sign * amount
             used[key] = used.get(key, 0) + sign * amount
@@ -385,14 +388,13 @@ class _Ledger:
 
     def member(self, project_id: int, user_id: int) -> dict[str, int]:
         """The admitted usage of ``user_id`` in ``project_id``."""
-        mine = self._member.get((project_id, user_id))
-        if mine is None:
-            mine = self._member[(project_id, user_id)] = {}
+        if project_id not in self._member_projects:  # every member of the project at once: O(its jobs)
+            self._member_projects.add(project_id)
             for d in self.jobs.get(project_id, {}).values():
-                if d.user_id == user_id:
-                    for key, amount in d.usage.items():
-                        mine[key] = mine.get(key, 0) + amount
-        return mine
+                mine = self._member.setdefault((project_id, d.user_id), {})
+                for key, amount in d.usage.items():
+                    mine[key] = mine.get(key, 0) + amount
+        return self._member.setdefault((project_id, user_id), {})
 
     def counts(self, key: str, project_id: int | None = None, user_id: int | None = None) -> tuple[int, int]:
         """(jobs, distinct users) holding some ``key``: on the machine, in a project, or of one user there."""
@@ -408,9 +410,23 @@ class _Ledger:
                    if d.usage.get(key, 0) > 0 and (user_id is None or d.user_id == user_id)]
         return len(holders), len(set(holders))
 
+    def deserved_list(self, project_id: int) -> Usage:
+        """The project's deserved share with its guarantee filled in (a guarantee is deserved at least)."""
+        merged = self._deserved.get(project_id)
+        if merged is None:
+            quota = self.quota(project_id)
+            merged = quota.deserved
+            if quota.guarantee:
+                merged = dict(merged)
+                for key, amount in quota.guarantee.items():
+                    if merged.get(key, -1) < amount:
+                        merged[key] = amount
+            self._deserved[project_id] = merged
+        return merged
+
     def deserved(self, project_id: int, key: str) -> int:
         """The project's deserved amount of ``key`` (a model key absent falls back to its generic key; else 0)."""
-        deserved = self.quota(project_id).deserved
+        deserved = self.deserved_list(project_id)
         if key in deserved:
             return deserved[key]
         base, model = split_key(key)
@@ -418,7 +434,7 @@ class _Ledger:
 
     def covers(self, project_id: int, key: str) -> bool:
         """True when the project's ``deserved`` speaks about ``key`` (itself, or its generic key for a model key)."""
-        deserved = self.quota(project_id).deserved
+        deserved = self.deserved_list(project_id)
         if key in deserved:
             return True
         base, model = split_key(key)
@@ -427,7 +443,7 @@ class _Ledger:
     def excess(self, project_id: int, key: str, extra: int = 0) -> int:
         """How much of ``key`` the project holds (plus ``extra``) above its deserved share; <= 0 when within it.
         A model key absent from ``deserved`` is bounded through its generic key (see the module docstring)."""
-        deserved = self.quota(project_id).deserved
+        deserved = self.deserved_list(project_id)
         used = self.project.get(project_id, {})
         if key in deserved:
             return used.get(key, 0) + extra - deserved[key]
@@ -438,7 +454,7 @@ class _Ledger:
 
     def dominant_share(self, project_id: int) -> float:
         """DRF share of the project: max over its deserved keys of admitted/deserved (Volcano ``proportion``)."""
-        deserved = self.quota(project_id).deserved
+        deserved = self.deserved_list(project_id)
         used = self.project.get(project_id)
         if not deserved:
             return math.inf if used and any(v > 0 for v in used.values()) else 0.0
@@ -672,7 +688,7 @@ class _Pass:
         and with ``d`` added it stays within its deserved share on every key of ``d`` that ``deserved`` covers."""
         ledger = self.ledger
         pid = d.project_id
-        if not ledger.quota(pid).deserved or not any(ledger.covers(pid, key) for key in lack):
+        if not ledger.deserved_list(pid) or not any(ledger.covers(pid, key) for key in lack):
             return False
         for key, amount in d.usage.items():
             if amount > 0 and ledger.covers(pid, key) and ledger.excess(pid, key, amount) > 0:

@@ -327,3 +327,22 @@ def test_guarantee_is_kept_from_reclaim_victims_too():
     assert plan.hold["h"].args["reclaimable"] == "1 × nvidia.com/gpu"
     plan = decide(demands[:-1] + [job("h", project=1, minute=20, gpus=1)], quotas, {}, {}, {GPU: 4})
     assert [p.victim for p in plan.preempt] == ["s2"] and plan.admit == ["h"]
+
+
+def test_a_guarantee_alone_is_deserved_too():
+    quotas = {1: ProjectQuota(1, "vision", guarantee={GPU: 2}), 2: ProjectQuota(2, "speech")}
+    demands = [job(f"s{i}", project=2, minute=i, admitted=True, preemptible=True) for i in range(4)]
+    demands.append(job("h", project=1, minute=20, gpus=2))
+    # speech took the devices before vision's guarantee was set; vision reclaims up to its guarantee.
+    plan = decide(demands, quotas, {}, {}, {GPU: 4})
+    assert [p.victim for p in plan.preempt] == ["s3", "s2"] and plan.admit == ["h"]
+
+
+def test_member_usage_follows_admissions_in_the_same_pass():
+    shares = {(1, 10): {GPU: 2}, (1, 11): {GPU: 2}}
+    demands = [job("r", user=11, admitted=True), job("h1", user=10, minute=1), job("h2", user=10, minute=2),
+               job("h3", user=10, minute=3), job("h4", user=11, minute=4), job("h5", user=11, minute=5)]
+    plan = decide(demands, QUOTAS, shares, {}, CAPACITY)
+    assert plan.admit == ["h1", "h2", "h4"]
+    assert plan.hold["h3"].code == "share" and plan.hold["h3"].args["jobs"] == 2
+    assert plan.hold["h5"].code == "share" and plan.hold["h5"].args["used"] == "2 × nvidia.com/gpu"
