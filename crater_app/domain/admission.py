@@ -61,7 +61,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from crater_app.domain.quota import devices, format_amount, over, split_key
+from crater_app.domain.quota import devices, format_amount, is_accelerator, over, split_key
 
 Usage = dict[str, int]
 
@@ -178,8 +178,9 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
         demand: the job (its ``usage``).
         quota: its project's quota; only ``capability`` matters here (an absent key has no ceiling).
         share: the member's share in the project (``{}`` = no limit; an absent key has no limit).
-        limits: the user's limits; ``max_accelerators_per_job`` counts devices over all accelerator names,
-            ``max_runtime_s`` is compared with ``max_runtime_s``.
+        limits: the user's limits; ``max_accelerators_per_job`` counts devices over all accelerator names (a
+            model key repeats its name's devices and is not counted twice); ``max_runtime_s`` is the largest
+            ``max_runtime`` the user may ask for.
         max_runtime_s: the job's ``max_runtime`` in seconds, ``None`` when it sets none (not refused here: the
             caller applies the user's limit as the default).
 
@@ -205,7 +206,7 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
             )
     count = devices(demand.usage)
     if limits.max_accelerators_per_job is not None and count > limits.max_accelerators_per_job:
-        names = sorted(key for key in demand.usage if split_key(key)[1] is None and _is_device_key(key))
+        names = sorted(key for key in demand.usage if split_key(key)[1] is None and is_accelerator(key))
         return Refusal(
             _resource_field(names[0]) if names else "resources",
             f"This job asks for {count} accelerators; your limit is {limits.max_accelerators_per_job} per job.",
@@ -217,10 +218,6 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
             f"{_duration(limits.max_runtime_s)} ({limits.max_runtime_s} s). Ask for an extension through an approval.",
         )
     return None
-
-
-def _is_device_key(key: str) -> bool:
-    return split_key(key)[0] not in ("cpu", "memory")
 
 
 def _duration(seconds: int) -> str:
@@ -329,6 +326,17 @@ class _Ledger:
         for key, amount in d.usage.items():
             p[key] = p.get(key, 0) + sign * amount
         self._refresh(d.project_id)
+
+    def start_reclaim(self, candidates: list[Demand]) -> None:
+        """Count the preemptible usage of ``candidates`` per project and what each project could give back; kept
+        current from then on by every change."""
+        for d in candidates:
+            p = self.preemptible.setdefault(d.project_id, {})
+            for key, amount in d.usage.items():
+                p[key] = p.get(key, 0) + amount
+        self.reclaim_ready = True
+        for project_id in self.preemptible:
+            self._refresh(project_id)
 
     def _refresh(self, project_id: int) -> None:
         """Recompute what the project could give back per key: min(preemptible usage, usage above deserved)."""
@@ -605,6 +613,7 @@ class _Pass:
         return f"Position {args['position']} of {args['held']} held in project {args['project']}."
 
     def hard_limits(self, d: Demand, position: int, held: int) -> Hold | None:
+        """The first hard limit ``d`` breaks now (capability, member share, sessions, approval), else ``None``."""
         ledger = self.ledger
         quota = ledger.quota(d.project_id)
         if quota.capability:
@@ -673,14 +682,7 @@ class _Pass:
                  if d.preemptible and not d.reclaim_lock and d.key not in now),
                 key=lambda d: (d.priority, -d.created_at.timestamp(), _key_order(d.key)),
             )
-            ledger = self.ledger
-            for d in self._candidates:
-                p = ledger.preemptible.setdefault(d.project_id, {})
-                for key, amount in d.usage.items():
-                    p[key] = p.get(key, 0) + amount
-            ledger.reclaim_ready = True
-            for project_id in ledger.preemptible:
-                ledger._refresh(project_id)
+            self.ledger.start_reclaim(self._candidates)
         return self._candidates
 
     def below_deserved(self, d: Demand, lack: dict[str, int]) -> bool:
