@@ -46,8 +46,9 @@ call never over-admits however many jobs are held):
    ``approval``) block nobody: the project's next job is considered.
 
 A ``guarantee`` counts as deserved at least (Volcano requires ``guarantee <= deserved``; a project given only a
-guarantee may reclaim up to it). ``deserved`` on a model key: when ``deserved`` gives ``nvidia.com/gpu`` but not ``nvidia.com/gpu:M``, the model's
-share is bounded by the generic key (a project deserving 4 GPUs deserves 4 of any model).
+guarantee may reclaim up to it). ``deserved`` on a model key: when ``deserved`` gives ``nvidia.com/gpu`` but not
+``nvidia.com/gpu:M``, the model's share is bounded by the generic key (a project deserving 4 GPUs deserves 4 of
+any model).
 
 Every :class:`Hold` carries its project queue ``position`` and ``held`` (jobs held in that project), and counts of
 jobs and distinct users behind a usage (aggregates only, never names).
@@ -557,7 +558,7 @@ def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[
             ctx.hold[d.key] = outcome
         nxt[project_id] = i + 1
         for victim_project in ctx.touched:
-            if victim_project in nxt and nxt[victim_project] < len(held[victim_project]) and victim_project != project_id:
+            if victim_project != project_id and nxt.get(victim_project, 0) < len(held.get(victim_project, ())):
                 version[victim_project] += 1
                 head = held[victim_project][nxt[victim_project]]
                 heapq.heappush(heap, (ledger.dominant_share(victim_project), *_order(head), victim_project,
