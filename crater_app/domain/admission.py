@@ -83,6 +83,10 @@ class Demand:
     reclaim_lock: bool = False
     admitted: bool = False
     approval_pending: bool = False  # a large job waiting for approval: never admitted, explained as such
+    # An *admitted* demand may stand for ``count`` jobs of the same project, user and kind, ``usage`` being their
+    # total (the caller groups identical admitted jobs to pass fewer demands). Such a group is never a preemption
+    # victim: pass preemptible jobs one by one. Held demands are one job each.
+    count: int = 1
 
 
 @dataclass(frozen=True)
@@ -289,7 +293,7 @@ class _Ledger:
                 total[key] = total.get(key, 0) + amount
                 used[key] = used.get(key, 0) + amount
             if d.kind == "interactive":
-                sessions[d.user_id] = sessions.get(d.user_id, 0) + 1
+                sessions[d.user_id] = sessions.get(d.user_id, 0) + d.count
         reserved = self.reserved
         for project_id, quota in self.quotas.items():
             if quota.guarantee:
@@ -377,22 +381,23 @@ class _Ledger:
                 mine[key] = mine.get(key, 0) + sign * amount
             tally = self._tally.get(key)
             if tally is not None and amount > 0:
-                self._count(tally, d.user_id, sign)
+                self._count(tally, d.user_id, sign * d.count)
         if has_guarantee:
             self._guarantee_term(pid, 1)
         if d.kind == "interactive":
-            self.sessions[d.user_id] = self.sessions.get(d.user_id, 0) + sign
+            self.sessions[d.user_id] = self.sessions.get(d.user_id, 0) + sign * d.count
         self._refresh(pid)
 
     @staticmethod
-    def _count(tally: list, user_id: int, sign: int) -> None:
-        tally[0] += sign
+    def _count(tally: list, user_id: int, jobs: int) -> None:
+        """Add ``jobs`` (negative: take away) jobs of ``user_id`` to a ``[jobs, {user: jobs}, users]`` tally."""
+        tally[0] += jobs
         per_user = tally[1]
         before = per_user.get(user_id, 0)
-        per_user[user_id] = before + sign
-        if before == 0 and sign > 0:
+        per_user[user_id] = before + jobs
+        if before <= 0 < before + jobs:
             tally[2] += 1
-        elif before + sign == 0:
+        elif before > 0 >= before + jobs:
             tally[2] -= 1
 
     def member(self, project_id: int, user_id: int) -> dict[str, int]:
@@ -413,11 +418,11 @@ class _Ledger:
                 tally = self._tally[key] = [0, {}, 0]
                 for d in self.admitted.values():
                     if d.usage.get(key, 0) > 0:
-                        self._count(tally, d.user_id, 1)
+                        self._count(tally, d.user_id, d.count)
             return tally[0], tally[2]
-        holders = [d.user_id for d in self.jobs.get(project_id, {}).values()
+        holders = [d for d in self.jobs.get(project_id, {}).values()
                    if d.usage.get(key, 0) > 0 and (user_id is None or d.user_id == user_id)]
-        return len(holders), len(set(holders))
+        return sum(d.count for d in holders), len({d.user_id for d in holders})
 
     def deserved_list(self, project_id: int) -> Usage:
         """The project's deserved share with its guarantee filled in (a guarantee is deserved at least)."""
@@ -680,7 +685,7 @@ class _Pass:
             now = set(self.admit)
             self._candidates = sorted(
                 (d for d in self.ledger.admitted.values()
-                 if d.preemptible and not d.reclaim_lock and d.key not in now),
+                 if d.preemptible and not d.reclaim_lock and d.count == 1 and d.key not in now),
                 key=lambda d: (d.priority, -d.created_at.timestamp(), _key_order(d.key)),
             )
             self.ledger.start_reclaim(self._candidates)

@@ -346,3 +346,31 @@ def test_member_usage_follows_admissions_in_the_same_pass():
     assert plan.admit == ["h1", "h2", "h4"]
     assert plan.hold["h3"].code == "share" and plan.hold["h3"].args["jobs"] == 2
     assert plan.hold["h5"].code == "share" and plan.hold["h5"].args["used"] == "2 × nvidia.com/gpu"
+
+
+def test_grouped_admitted_demands_count_their_jobs():
+    # Three identical 1-GPU jobs of user 10 passed as one demand, and one of user 11: the same holds as one by one.
+    grouped = [job("g", user=10, admitted=True, usage={GPU: 3}, count=3), job("r", user=11, admitted=True, gpus=2),
+               job("s", user=10, admitted=True, kind="interactive", usage={"cpu": 2000}, count=2)]
+    single = [job(f"g{i}", user=10, admitted=True) for i in range(3)] + [
+        job("r", user=11, admitted=True, gpus=2)] + [
+        job(f"s{i}", user=10, admitted=True, kind="interactive", usage={"cpu": 1000}) for i in range(2)]
+    held = [job("h", user=12, gpus=2, minute=1), job("i", project=2, kind="interactive", minute=2)]
+    limits = {10: UserLimits(max_sessions=2)}
+    held[1] = replace(held[1], user_id=10)
+    for admitted in (grouped, single):
+        plan = decide(admitted + held, QUOTAS, {}, limits, CAPACITY)
+        assert plan.hold["h"].code == "quota" and (plan.hold["h"].args["jobs"], plan.hold["h"].args["users"]) == (4, 2)
+        assert plan.hold["i"].code == "sessions" and plan.hold["i"].args["used"] == 2
+        # Without the session limit, user 10's held job "i" (1 device) starts first: 5 jobs of 2 users.
+        plan = decide(admitted + held, {1: ProjectQuota(1, "vision")}, {}, {}, {GPU: 6, "cpu": 64_000})
+        assert plan.admit == ["i"]
+        hold = plan.hold["h"]
+        assert hold.code == "capacity" and (hold.args["jobs"], hold.args["users"]) == (5, 2)
+
+
+def test_a_group_is_never_a_victim():
+    demands = [job("group", project=2, admitted=True, preemptible=True, usage={GPU: 8}, count=8),
+               job("h", project=1, minute=20)]
+    plan = decide(demands, FAIR, {}, {}, CAPACITY)
+    assert plan.preempt == [] and plan.hold["h"].code == "fairshare"
