@@ -239,6 +239,15 @@ def test_no_over_admission_with_many_demands(seed):
         present = [d for d in present if d.key not in stopped] if round_ else present
         plan = decide(present, quotas, shares, limits, capacity)
         stopped = {p.victim for p in plan.preempt}
+        by_key = {d.key: d for d in present}
+        for p in plan.preempt:
+            victim, beneficiary = by_key[p.victim], by_key[p.beneficiary]
+            assert victim.admitted and victim.preemptible and not victim.reclaim_lock
+            assert victim.project_id != beneficiary.project_id and p.beneficiary in plan.admit
+            key, deserved = p.args["resource"], quotas[victim.project_id].deserved
+            left = sum(d.usage.get(key, 0) for d in present
+                       if d.admitted and d.project_id == victim.project_id and d.key not in stopped)
+            assert left >= deserved.get(key, 0), "a victim's project stays at or above its deserved share"
         assert len(stopped) == len(plan.preempt) and stopped <= set(admitted)
         assert set(plan.admit).isdisjoint(admitted) and len(set(plan.admit)) == len(plan.admit)
         for key in stopped:
