@@ -268,7 +268,6 @@ class _Ledger:
         self.reclaimable_by: dict[int, dict[str, int]] = {}
         self.reclaimable: dict[str, int] = {}
         self.reclaim_ready = False
-        self.admitted: dict[object, Demand] = {}
         self._member: dict[tuple[int, int], dict[str, int]] = {}
         self._deserved: dict[int, Usage] = {}
         self._member_projects: set[int] = set()
@@ -279,10 +278,9 @@ class _Ledger:
         return quota if quota is not None else ProjectQuota(project_id, str(project_id))
 
     def load(self, admitted: list[Demand]) -> None:
-        """Count the already admitted jobs."""
-        total, project, jobs, sessions = self.total, self.project, self.jobs, self.sessions
+        """Count the already admitted jobs (per project; the machine totals are the projects' sums)."""
+        project, jobs, sessions = self.project, self.jobs, self.sessions
         for d in admitted:
-            self.admitted[d.key] = d
             pid = d.project_id
             used = project.get(pid)
             if used is None:
@@ -290,10 +288,13 @@ class _Ledger:
                 jobs[pid] = {}
             jobs[pid][d.key] = d
             for key, amount in d.usage.items():
-                total[key] = total.get(key, 0) + amount
                 used[key] = used.get(key, 0) + amount
             if d.kind == "interactive":
                 sessions[d.user_id] = sessions.get(d.user_id, 0) + d.count
+        total = self.total
+        for used in project.values():
+            for key, amount in used.items():
+                total[key] = total.get(key, 0) + amount
         reserved = self.reserved
         for project_id, quota in self.quotas.items():
             if quota.guarantee:
@@ -302,6 +303,11 @@ class _Ledger:
                     free = amount - used.get(key, 0)
                     if free > 0:
                         reserved[key] = reserved.get(key, 0) + free
+
+    def admitted(self):
+        """Every admitted job (an iterator)."""
+        for jobs in self.jobs.values():
+            yield from jobs.values()
 
     def _guarantee_term(self, project_id: int, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) the project's unused guarantee from the reserved totals."""
@@ -369,10 +375,8 @@ class _Ledger:
         jobs = self.jobs.setdefault(pid, {})
         if sign > 0:
             jobs[d.key] = d
-            self.admitted[d.key] = d
         else:
             jobs.pop(d.key, None)
-            self.admitted.pop(d.key, None)
         mine = self._member.setdefault((pid, d.user_id), {}) if pid in self._member_projects else None
         for key, amount in d.usage.items():
             self.total[key] = self.total.get(key, 0) + sign * amount
@@ -416,7 +420,7 @@ class _Ledger:
             tally = self._tally.get(key)
             if tally is None:
                 tally = self._tally[key] = [0, {}, 0]
-                for d in self.admitted.values():
+                for d in self.admitted():
                     if d.usage.get(key, 0) > 0:
                         self._count(tally, d.user_id, d.count)
             return tally[0], tally[2]
@@ -684,7 +688,7 @@ class _Pass:
         if self._candidates is None:
             now = set(self.admit)
             self._candidates = sorted(
-                (d for d in self.ledger.admitted.values()
+                (d for d in self.ledger.admitted()
                  if d.preemptible and not d.reclaim_lock and d.count == 1 and d.key not in now),
                 key=lambda d: (d.priority, -d.created_at.timestamp(), _key_order(d.key)),
             )
@@ -720,7 +724,8 @@ class _Pass:
                 return False
         chosen: list[tuple[Demand, str]] = []  # victim, the lacking key it frees
         for victim in self._candidates:
-            if victim.key in self.taken or victim.project_id == d.project_id or victim.key not in ledger.admitted:
+            if (victim.key in self.taken or victim.project_id == d.project_id
+                    or victim.key not in ledger.jobs[victim.project_id]):
                 continue
             frees = None
             for key in sorted(lack):
