@@ -1,0 +1,677 @@
+"""Admission: which jobs may start now, under project quotas, member shares, user limits and fair share.
+
+Two entry points, both one database transaction that cannot over-admit under concurrency:
+
+- :func:`admit_submissions` - inside the (group-committed) submission transaction of ``services.jobs``: each new
+  job is refused (never admissible: :class:`AdmissionRefused` with the numbers; the project has expired:
+  :class:`~crater_app.domain.errors.Forbidden` with the date), written ``Queued`` (admitted, handed to the
+  backend) or written ``Held`` with a sentence, a ``reason_code`` and its ``reason_args``. Jobs above
+  ``settings.approval_gpu_threshold`` accelerators (not submitted by a platform admin) are held with
+  ``reason_code`` ``approval`` and an ``approvals`` row in the same transaction.
+- :func:`admission_round` - the leader loop's pass: re-decide every held job, admit those that fit now, refresh
+  the hold sentences that changed and carry out the preemptions fair share asks for.
+
+Concurrency: the transaction first locks the rows of the projects it admits into (``SELECT ... FOR UPDATE``,
+ordered by id so that two transactions never wait on each other in a cycle) and only then reads the admitted
+usage; a second transaction admitting into the same project waits for the first to commit and then sees its
+jobs. On SQLite, every write transaction is ``BEGIN IMMEDIATE`` (one writer at a time; see
+``services.context``), so the same read-then-write is serialised by the database itself. The rule of Kubernetes'
+ResourceQuota admission (a quota's usage is checked and charged in one compare-and-swap) and of Kueue's
+ClusterQueue admission (one admission at a time per cohort), applied to rows.
+
+The rules themselves live in :mod:`crater_app.domain.admission` (``decide``, ``never_admissible``); this module
+only reads what they need with a few indexed queries (``ix_jobs_phase_project_user``: active usage grouped per
+project, user and request shape) and writes what they decided.
+
+Machine capacity takes part in admission once fair share is configured (some project has a ``guarantee`` or a
+``deserved`` amount): then a job waits ``Held`` when the machine is full and preemptions give projects below their
+deserved share their due. Without any guarantee/deserved, the machine is first come, first served in the
+backend's own queue (a job is ``Queued`` and says which devices it waits for), as in a single-team setup.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import lru_cache
+from typing import Iterable
+
+from sqlalchemy import bindparam, case, cast, func, or_
+from sqlalchemy import select as sa_select
+from sqlalchemy.types import Text
+
+from crater_app import i18n
+from crater_app.cluster.base import Workload
+from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, ProjectMember, User
+from crater_app.db.types import utcnow
+from crater_app.domain import quota as q
+from crater_app.domain.admission import Demand, Hold, Plan, ProjectQuota, UserLimits, decide, never_admissible
+from crater_app.domain.errors import Forbidden, Unschedulable
+from crater_app.domain.jobs import JobPhase
+from crater_app.domain.policy import Actor, needs_approval
+from crater_app.domain.resources import parse_resources
+from crater_app.services import oplog
+from crater_app.services.context import ServiceContext
+
+log = logging.getLogger(__name__)
+
+ACTIVE_PHASES = (JobPhase.QUEUED.value, JobPhase.RUNNING.value)
+HELD = JobPhase.HELD.value
+APPROVAL = "approval"
+PREEMPTED = "preempted"
+#: an amount no machine reaches: the capacity of a resource when the machine does not limit admission
+UNBOUNDED = 2**62
+#: the most held jobs one admission decision looks at (oldest/highest priority first)
+MAX_HELD = 5000
+#: the loop re-decides at least this often even when nothing it watches changed (quota edits by other replicas)
+FULL_PASS_EVERY_S = 5.0
+#: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
+FAIRSHARE_FLAG_TTL_S = 2.0
+
+_JOBS, _PROJECTS, _USERS = Job.__table__, Project.__table__, User.__table__
+_MEMBERS, _EVENTS, _OPLOG = ProjectMember.__table__, JobEvent.__table__, OperationLog.__table__
+#: the approvals table (submission inserts the ``large_job`` requests of held jobs into it)
+APPROVALS_TABLE = Approval.__table__
+
+
+class AdmissionRefused(Unschedulable):
+    """The job could never be admitted (over the project's capability, the member's share, the user's max
+    accelerators per job or max runtime); the message gives the limit and the request. HTTP 422."""
+
+    code = "never_admissible"
+
+
+#: the ``reason_code`` values that have a translated sentence (``hold.<code>`` in ``i18n/admission``)
+TRANSLATED_CODES = ("quota", "share", "sessions", "capacity", "fairshare", "queue", "reclaim", APPROVAL, PREEMPTED)
+
+
+def _format(lang: object, key: str, args: dict, fallback: str) -> str:
+    template = i18n.messages(lang).get(key)
+    try:
+        return template.format_map(args) if template else fallback
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return fallback
+
+
+def reason_text(lang: object, reason_code: str, reason_args: dict, reason: str) -> str:
+    """A job's ``reason`` in ``lang``: for a code of :data:`TRANSLATED_CODES` the ``hold.<code>`` template filled
+    from ``reason_args`` (in English the stored sentence itself, which has exact plurals); anything else - or
+    arguments that do not fit the template - gives ``reason`` unchanged."""
+    if reason_code not in TRANSLATED_CODES or i18n.normalize(lang) == i18n.DEFAULT_LANGUAGE:
+        return reason
+    args = dict(reason_args or {})
+    if "blocker" in args:
+        args["blocker"] = i18n.translate(lang, f"holdcode.{args['blocker']}")
+    return _format(lang, f"hold.{reason_code}", args, reason)
+
+
+# ---- reading what the rules need -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _usage_of_shape(resources_json: str, model: str | None) -> tuple[tuple[str, int], ...]:
+    resources = parse_resources(json.loads(resources_json) if resources_json else {})
+    return tuple(sorted(q.usage_of(resources, model).items()))
+
+
+def job_usage(resources: dict, model: str | None) -> q.Usage:
+    """What a job with this ``resources`` list (as stored) and ``accelerator_model`` holds, as a usage (cpu
+    millicores, memory bytes, devices under the resource name and under ``name:model``). Cached per shape."""
+    return dict(_usage_of_shape(json.dumps(resources, sort_keys=True), model))
+
+
+@lru_cache(maxsize=4096)
+def _parsed_list(text: str, section: str) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(q.parse_quota_list(json.loads(text) if text else {}, section).items()))
+
+
+def _quota_list(raw: object, section: str) -> q.Usage:
+    if isinstance(raw, str):  # a JSON column read through a text cast
+        raw = json.loads(raw)
+    return dict(_parsed_list(json.dumps(raw or {}, sort_keys=True), section))
+
+
+def project_quota(project_id: int, name: str, guarantee: object, deserved: object, capability: object) -> ProjectQuota:
+    """A project's stored quota (resource lists as JSON) as the domain's :class:`ProjectQuota`."""
+    return ProjectQuota(project_id=project_id, name=name, guarantee=_quota_list(guarantee, "guarantee"),
+                        deserved=_quota_list(deserved, "deserved"), capability=_quota_list(capability, "capability"))
+
+
+@dataclass
+class Snapshot:
+    """What one admission decision sees: demands (admitted usage and held jobs), quotas, shares, limits and the
+    capacity; ``names`` project id -> name; ``expires`` project id -> expiry (locked projects only)."""
+
+    demands: list[Demand] = field(default_factory=list)
+    quotas: dict[int, ProjectQuota] = field(default_factory=dict)
+    shares: dict[tuple[int, int], q.Usage] = field(default_factory=dict)
+    limits: dict[int, UserLimits] = field(default_factory=dict)
+    capacity: q.Usage = field(default_factory=dict)
+    expires: dict[int, datetime | None] = field(default_factory=dict)
+    fair_share: bool = False
+
+    def plan(self) -> Plan:
+        """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off)."""
+        capacity = self.capacity
+        if not self.fair_share:
+            keys = {k for d in self.demands for k in d.usage}
+            capacity = {k: UNBOUNDED for k in keys}
+        else:
+            capacity = dict(capacity)
+            for key in {k for d in self.demands for k in d.usage} - set(capacity):
+                capacity[key] = 0  # a resource the machine does not have at all
+        return decide(self.demands, self.quotas, self.shares, self.limits, capacity)
+
+
+def _lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
+    """Lock (PostgreSQL: ``FOR UPDATE``, in id order; SQLite: the transaction already holds the write lock) and
+    read the rows of ``project_ids``: quotas and expiry go into ``snap``."""
+    ids = sorted(set(project_ids))
+    if not ids:
+        return
+    p = _PROJECTS.c
+    rows = s.execute(
+        sa_select(p.id, p.name, p.expires_at, p.guarantee, p.deserved, p.capability)
+        .where(p.id.in_(ids)).order_by(p.id).with_for_update()
+    ).all()
+    for pid, name, expires_at, guarantee, deserved, capability in rows:
+        snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
+        snap.expires[pid] = expires_at
+
+
+def _read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
+    """Read (no lock) the quotas of the projects in ``project_ids`` not already in ``snap``."""
+    ids = sorted(set(project_ids) - set(snap.quotas))
+    p = _PROJECTS.c
+    for start in range(0, len(ids), 900):
+        for pid, name, guarantee, deserved, capability in s.execute(
+            sa_select(p.id, p.name, p.guarantee, p.deserved, p.capability).where(p.id.in_(ids[start:start + 900]))
+        ).all():
+            snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
+
+
+def _read_limits(s, ctx: ServiceContext, user_ids: Iterable[int], snap: Snapshot) -> None:
+    """Per-user limits of ``user_ids`` (a user's own, else the platform default from settings)."""
+    ids = sorted(set(user_ids) - set(snap.limits))
+    st = ctx.settings
+    u = _USERS.c
+    for start in range(0, len(ids), 900):
+        for uid, sessions, per_job, runtime in s.execute(
+            sa_select(u.id, u.max_sessions, u.max_accelerators_per_job, u.max_runtime_s)
+            .where(u.id.in_(ids[start:start + 900]))
+        ).all():
+            snap.limits[uid] = UserLimits(
+                max_sessions=sessions if sessions is not None else st.default_max_sessions,
+                max_accelerators_per_job=per_job if per_job is not None else st.default_max_accelerators_per_job,
+                max_runtime_s=runtime if runtime is not None else st.default_max_runtime_s,
+            )
+
+
+def _read_shares(s, project_ids: Iterable[int], user_ids: Iterable[int], snap: Snapshot) -> None:
+    """Member shares of ``user_ids`` in ``project_ids`` (only non-empty shares: ``{}`` is no per-member limit)."""
+    pids, uids = sorted(set(project_ids)), set(user_ids)
+    if not pids or not uids:
+        return
+    m = _MEMBERS.c
+    for pid, uid, share in s.execute(
+        sa_select(m.project_id, m.user_id, m.share).where(m.project_id.in_(pids), m.user_id.in_(sorted(uids)))
+    ).all():
+        if share:
+            snap.shares[(pid, uid)] = _quota_list(share, "share")
+
+
+def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_preemptible: bool,
+                   user_ids: Iterable[int] = ()) -> None:
+    """Add the admitted (``Queued``/``Running``) usage to ``snap.demands``: of ``project_ids`` (``None``: every
+    project), plus the interactive sessions of ``user_ids`` anywhere (they count towards ``max_sessions``).
+
+    One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
+    are parsed once), then one demand per job (the hold sentences count the jobs and users behind a usage); with
+    ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
+    keyed by their job id, with priority and submission time). Jobs already being stopped by a preemption
+    (``reason_code`` :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
+    """
+    c = _JOBS.c
+    shape = cast(c.resources, Text)
+    # A job being stopped by a preemption no longer counts: its room was given to the job it was stopped for.
+    where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
+    if project_ids is not None:
+        where.append(c.project_id.in_(sorted(set(project_ids))))
+    rows = s.execute(
+        sa_select(c.project_id, c.user_id, c.kind, c.preemptible, c.accelerator_model, shape, func.count(),
+                  func.min(c.created_at))
+        .where(*where).group_by(c.project_id, c.user_id, c.kind, c.preemptible, c.accelerator_model, shape)
+    ).all()
+    n = 0
+    sessions_seen: set[int] = set()
+    for pid, uid, kind, preemptible, model, resources, count, first in rows:
+        if kind == "interactive":
+            sessions_seen.add(uid)
+        if preemptible and individual_preemptible:
+            continue  # read one by one below
+        usage = dict(_usage_of_shape(_canonical(resources), model))
+        # One demand per job (not one per group): the hold sentences count the jobs and users behind a usage.
+        for _ in range(count):
+            n += 1
+            snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
+                                       created_at=first, usage=usage, kind=kind, admitted=True))
+    extra_users = sorted(set(user_ids) - sessions_seen)
+    if extra_users and project_ids is not None:
+        # Sessions of these users in projects outside ``project_ids`` (max_sessions counts all of a user's sessions).
+        for pid, uid, model, resources in s.execute(
+            sa_select(c.project_id, c.user_id, c.accelerator_model, shape).where(
+                c.phase.in_(ACTIVE_PHASES), c.user_id.in_(extra_users), c.kind == "interactive",
+                c.project_id.not_in(sorted(set(project_ids))))
+        ).all():
+            n += 1
+            snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
+                                       created_at=utcnow(), usage=dict(_usage_of_shape(_canonical(resources), model)),
+                                       kind="interactive", admitted=True))
+    if individual_preemptible:
+        stmt = sa_select(c.id, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.accelerator_model,
+                         c.resources, c.reclaim_lock, c.reason_code).where(
+            *where, c.preemptible.is_(True), c.kind != "interactive")
+        for jid, pid, uid, prio, created, kind, model, resources, lock, code in s.execute(stmt).all():
+            snap.demands.append(Demand(
+                key=jid, project_id=pid, user_id=uid, priority=prio, created_at=created,
+                usage=job_usage(resources, model), kind=kind, preemptible=True, reclaim_lock=lock, admitted=True,
+            ))
+
+
+def _canonical(resources: object) -> str:
+    """The stored resources JSON (text, or a dict from drivers that decode it) as sorted-key JSON text."""
+    if isinstance(resources, str):
+        resources = json.loads(resources) if resources else {}
+    return json.dumps(resources or {}, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class HeldJob:
+    """A ``Held`` job as the loop reads it."""
+
+    id: int
+    uid: str
+    name: str
+    project_id: int
+    user_id: int
+    priority: int
+    created_at: datetime
+    kind: str
+    preemptible: bool
+    resources: dict
+    accelerator_model: str | None
+    reason: str
+    reason_code: str
+    reason_args: dict
+
+
+def _read_held(s, project_ids: list[int] | None) -> list[HeldJob]:
+    """Held jobs (of ``project_ids``; ``None``: all), highest priority first, then oldest (at most MAX_HELD)."""
+    c = _JOBS.c
+    stmt = sa_select(c.id, c.uid, c.name, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.preemptible,
+                     c.resources, c.accelerator_model, c.reason, c.reason_code, c.reason_args).where(c.phase == HELD)
+    if project_ids is not None:
+        stmt = stmt.where(c.project_id.in_(sorted(set(project_ids))))
+    stmt = stmt.order_by(c.priority.desc(), c.created_at, c.id).limit(MAX_HELD)
+    return [HeldJob(*row) for row in s.execute(stmt).all()]
+
+
+def _held_demand(job: HeldJob) -> Demand:
+    return Demand(key=job.id, project_id=job.project_id, user_id=job.user_id, priority=job.priority,
+                  created_at=job.created_at, usage=job_usage(job.resources, job.accelerator_model), kind=job.kind,
+                  preemptible=job.preemptible, approval_pending=job.reason_code == APPROVAL)
+
+
+def machine_capacity(ctx: ServiceContext) -> q.Usage:
+    """The machine's total: the sum over ``backend.inventory()`` nodes of cpu (millicores), memory (bytes) and
+    devices per resource name and per ``name:model``."""
+    total: q.Usage = {}
+    for node in ctx.backend.inventory():
+        total["cpu"] = total.get("cpu", 0) + node.cpu_m
+        total["memory"] = total.get("memory", 0) + node.memory_bytes
+        for d in node.devices:
+            for key in (d.resource, q.model_key(d.resource, d.model)):
+                total[key] = total.get(key, 0) + 1
+    return total
+
+
+def fair_share_configured(ctx: ServiceContext, s=None) -> bool:
+    """Whether some project has a non-empty ``guarantee`` or ``deserved`` (then the machine's capacity and fair
+    share take part in admission). Cached per context for :data:`FAIRSHARE_FLAG_TTL_S` seconds;
+    :func:`invalidate` drops the cache (quota changes)."""
+    cached = ctx.cache.get("admission-fairshare")
+    now = time.monotonic()
+    if cached is not None and now - cached[1] < FAIRSHARE_FLAG_TTL_S:
+        return cached[0]
+    p = _PROJECTS.c
+    stmt = sa_select(p.id).where(or_(cast(p.guarantee, Text) != "{}", cast(p.deserved, Text) != "{}")).limit(1)
+    if s is None:
+        with ctx.session(read_only=True) as rs:
+            flag = rs.execute(stmt).first() is not None
+    else:
+        flag = s.execute(stmt).first() is not None
+    ctx.cache["admission-fairshare"] = (flag, now)
+    return flag
+
+
+def invalidate(ctx: ServiceContext) -> None:
+    """Forget the cached fair-share flag and ask the loop for a full admission pass (after a quota change)."""
+    ctx.cache.pop("admission-fairshare", None)
+    ctx.cache["admission-dirty"] = True
+    ctx.kick.set()
+
+
+def project_usage(s, project_id: int) -> tuple[q.Usage, int, int]:
+    """``(admitted usage, admitted jobs, held jobs)`` of one project now (jobs being stopped by a preemption
+    still count here: they hold their devices until they stop)."""
+    c = _JOBS.c
+    used: q.Usage = {}
+    admitted = 0
+    for model, resources, count in s.execute(
+        sa_select(c.accelerator_model, cast(c.resources, Text), func.count())
+        .where(c.phase.in_(ACTIVE_PHASES), c.project_id == project_id)
+        .group_by(c.accelerator_model, cast(c.resources, Text))
+    ).all():
+        admitted += count
+        for key, amount in _usage_of_shape(_canonical(resources), model):
+            used[key] = used.get(key, 0) + amount * count
+    held = s.execute(sa_select(func.count()).where(c.phase == HELD, c.project_id == project_id)).scalar_one()
+    return used, admitted, held
+
+
+# ---- submission ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NewJob:
+    """One submission as admission sees it: the prepared ``values`` of the jobs row (updated in place with the
+    outcome: ``phase``, ``reason``, ``reason_code``, ``reason_args``, ``admitted_at``, ``max_runtime_s``), the
+    submitter and the ``workload`` for the backend."""
+
+    values: dict
+    actor: Actor
+    workload: Workload
+    events: list[tuple[str, str]]
+    target: str = ""
+    approval: bool = False
+    error: Exception | None = None
+
+    @property
+    def admitted(self) -> bool:
+        """Whether the job goes to the backend now."""
+        return self.error is None and self.values["phase"] == JobPhase.QUEUED.value
+
+
+def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
+    """Decide every submission of ``batch`` in the caller's write transaction ``s`` (see the module docstring).
+
+    Sets ``item.error`` (nothing is written for it) to :class:`Forbidden` (the project has expired: the date in
+    the message, field ``project``) or :class:`AdmissionRefused` (never admissible: the limit and the request), or
+    fills ``item.values`` with ``Queued`` + ``admitted_at`` or ``Held`` + the reason. Jobs that need an approval are
+    held with ``reason_code`` ``approval`` (the caller inserts the approvals rows once the jobs have ids).
+    """
+    now = utcnow()
+    for item in batch:  # a batch that failed is decided again item by item (GroupCommit)
+        item.error, item.approval = None, False
+    projects = {item.values["project_id"] for item in batch}
+    users = {item.values["user_id"] for item in batch}
+    snap = Snapshot()
+    _lock_projects(s, projects, snap)
+    snap.fair_share = fair_share_configured(ctx, s)
+    _read_limits(s, ctx, users, snap)
+    _read_shares(s, projects, users, snap)
+    candidates: list[tuple[NewJob, Demand]] = []
+    for i, item in enumerate(batch):
+        v = item.values
+        pid, uid = v["project_id"], v["user_id"]
+        expiry = snap.expires.get(pid)
+        if expiry is not None and expiry <= now:
+            item.error = Forbidden(
+                f"project '{snap.quotas[pid].name}' expired on {expiry.strftime('%Y-%m-%d %H:%M UTC')}; no new jobs "
+                "can be submitted to it (ask a platform admin to extend it)", "project")
+            continue
+        limits = snap.limits.get(uid, UserLimits())
+        if v["max_runtime_s"] is None and limits.max_runtime_s is not None:
+            v["max_runtime_s"] = limits.max_runtime_s  # the user's ceiling is also the default
+            item.workload = replace(item.workload, max_runtime_s=limits.max_runtime_s)
+        usage = job_usage(v["resources"], v["accelerator_model"])
+        item.approval = needs_approval(item.actor, q.devices(usage), ctx.settings.approval_gpu_threshold)
+        demand = Demand(key=("new", i), project_id=pid, user_id=uid, priority=v["priority"], created_at=v["created_at"],
+                        usage=usage, kind=v["kind"], preemptible=v["preemptible"], approval_pending=item.approval)
+        refusal = never_admissible(demand, snap.quotas[pid], snap.shares.get((pid, uid), {}), limits,
+                                   v["max_runtime_s"])
+        if refusal is not None:
+            item.error = AdmissionRefused(refusal.sentence, refusal.field)
+            continue
+        candidates.append((item, demand))
+    if not candidates:
+        return
+    # The rules see: the admitted usage (of these projects, or of every project under fair share), the held jobs
+    # ahead in the same queues, and the new jobs.
+    if snap.fair_share:
+        _read_admitted(s, snap, None, individual_preemptible=True)
+        held = _read_held(s, None)
+        _read_quotas(s, {d.project_id for d in snap.demands} | {h.project_id for h in held}, snap)
+        snap.capacity = machine_capacity(ctx)
+    else:
+        _read_admitted(s, snap, sorted(projects), individual_preemptible=False, user_ids=users)
+        held = _read_held(s, sorted(projects))
+    snap.demands.extend(_held_demand(h) for h in held)
+    _read_limits(s, ctx, {d.user_id for d in snap.demands}, snap)
+    _read_shares(s, {d.project_id for d in snap.demands}, {d.user_id for d in snap.demands}, snap)
+    snap.demands.extend(d for _, d in candidates)
+    plan = snap.plan()
+    # A new job admitted only by preempting others is held here; the loop's next round stops the victims and
+    # admits it (it re-decides with the same rules), so that preemptions happen in one place.
+    reclaiming = {p.beneficiary: p for p in plan.preempt}
+    admitted = set(plan.admit) - set(reclaiming)
+    at = utcnow()
+    for item, demand in candidates:
+        v = item.values
+        if demand.key in reclaiming and not item.approval:
+            p = reclaiming[demand.key]
+            args = _plain(p.args)
+            hold = Hold("reclaim", args, _format("en", "hold.reclaim", args, p.sentence))
+            v.update(phase=HELD, reason=hold.sentence, reason_code=hold.code, reason_args=hold.args, admitted_at=None)
+            continue
+        if demand.key in admitted and not item.approval:
+            v.update(phase=JobPhase.QUEUED.value, reason="waiting for placement", reason_code="", reason_args={},
+                     admitted_at=at)
+            continue
+        hold = plan.hold.get(demand.key)
+        if item.approval:
+            hold = approval_hold(q.devices(demand.usage), ctx.settings.approval_gpu_threshold,
+                                 hold.args if hold is not None else {})
+        if hold is None:  # not admitted and not explained: behind the others
+            hold = Hold("queue", {"position": 1}, "waiting in the project's queue")
+        v.update(phase=HELD, reason=hold.sentence, reason_code=hold.code, reason_args=_plain(hold.args),
+                 admitted_at=None)
+    if any(key not in {d.key for _, d in candidates} for key in plan.admit) or plan.preempt:
+        ctx.kick.set()  # held jobs may start, or a preemption is due: the loop carries it out
+
+
+def approval_hold(devices: int, threshold: int, args: dict | None = None) -> Hold:
+    """The hold of a job above the approval threshold (``reason_code`` ``approval``; ``args`` from the plan's hold,
+    e.g. ``project``/``position``/``held``, plus ``requested`` and ``threshold``)."""
+    return Hold(APPROVAL, {**(args or {}), "requested": devices, "threshold": threshold}, (
+        f"waiting for approval: it asks for {devices} accelerators, more than the {threshold} a job may use "
+        "without an administrator's approval"))
+
+
+def _plain(args: dict) -> dict:
+    """Hold arguments as JSON values (str/int/float/bool; anything else as text)."""
+    return {str(k): v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in args.items()}
+
+
+def approval_rows(batch: list[NewJob], ids: list[int | None]) -> list[dict]:
+    """``approvals`` rows (kind ``large_job``, pending) for the held jobs of ``batch`` that need one."""
+    now = utcnow()
+    rows = []
+    for item, job_id in zip(batch, ids):
+        if job_id is None or item.error is not None or not item.approval:
+            continue
+        v = item.values
+        devices = v["gpus"]
+        rows.append({
+            "kind": "large_job", "status": "pending", "requester_id": v["user_id"], "project_id": v["project_id"],
+            "job_id": job_id, "payload": {"accelerators": devices, "threshold": v["reason_args"].get("threshold")},
+            "reason": f"job '{v['name']}' asks for {devices} accelerators", "auto": False, "decided_by": None,
+            "decision_note": "", "created_at": now, "decided_at": None,
+        })
+    return rows
+
+
+# ---- the leader loop's pass ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RoundResult:
+    """What one :func:`admission_round` decided: ``admitted`` job ids (now ``Queued``: the caller hands them to the
+    backend), ``preempted`` ``(victim uid, reason)`` pairs (the caller cancels them in the backend), and how many
+    hold sentences it ``updated``; ``skipped`` when the round found nothing to re-decide."""
+
+    admitted: list[int] = field(default_factory=list)
+    preempted: list[tuple[str, str]] = field(default_factory=list)
+    updated: int = 0
+    skipped: bool = False
+
+
+def _held_fingerprint(s) -> tuple:
+    c = _JOBS.c
+    return tuple(s.execute(
+        sa_select(func.count(), func.max(c.id), func.sum(case((c.reason_code == APPROVAL, 1), else_=0)))
+        .where(c.phase == HELD)
+    ).one())
+
+
+class AdmissionLoop:
+    """The admission pass of the leader loop (state kept between rounds: what the last full pass saw).
+
+    A round is one indexed query when nothing is held. Otherwise the full pass runs when the held jobs changed
+    (count, newest id, how many wait for approval), when ``changed`` says the reconciler moved jobs (usage may
+    have dropped), when a quota changed in this process, or at least every :data:`FULL_PASS_EVERY_S` seconds.
+    """
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self._last: tuple | None = None
+        self._last_at = -1e18
+
+    def step(self, changed: bool) -> RoundResult:
+        """Run one round; ``changed``: the reconciler applied phase changes since the last round."""
+        ctx = self.ctx
+        with ctx.session(read_only=True) as s:
+            fingerprint = _held_fingerprint(s)
+        if not fingerprint[0]:
+            self._last = fingerprint
+            return RoundResult(skipped=True)
+        dirty = ctx.cache.pop("admission-dirty", False)
+        if (not changed and not dirty and fingerprint == self._last
+                and time.monotonic() - self._last_at < FULL_PASS_EVERY_S):
+            return RoundResult(skipped=True)
+        result = admission_round(ctx)
+        with ctx.session(read_only=True) as s:
+            self._last = _held_fingerprint(s)
+        self._last_at = time.monotonic()
+        return result
+
+
+def admission_round(ctx: ServiceContext) -> RoundResult:
+    """Re-decide every held job in one transaction: admit (``Held`` -> ``Queued``, ``admitted_at``, event
+    ``Admitted``), refresh changed hold sentences, mark preemption victims (``reason_code`` ``preempted``, the
+    beneficiary in ``reason_args``) and write ``Preempted``/``Reclaiming`` events and operation-log rows. The caller
+    (``services.reconcile.LeaderLoop``) hands the admitted jobs to the backend and cancels the victims after the
+    commit.
+
+    A job held for an approval (``reason_code`` ``approval``) is never admitted here, whatever the plan says.
+    """
+    result = RoundResult()
+    with ctx.session() as s:
+        snap = Snapshot()
+        held_ids = s.execute(sa_select(_JOBS.c.project_id).where(_JOBS.c.phase == HELD).distinct()).scalars().all()
+        if not held_ids:
+            return result
+        _lock_projects(s, held_ids, snap)  # after the lock: nobody admits into these projects until we commit
+        snap.fair_share = fair_share_configured(ctx, s)
+        if snap.fair_share:
+            _read_admitted(s, snap, None, individual_preemptible=True)
+            snap.capacity = machine_capacity(ctx)
+        else:
+            held_users = s.execute(
+                sa_select(_JOBS.c.user_id).where(_JOBS.c.phase == HELD).distinct()).scalars().all()
+            _read_admitted(s, snap, sorted(held_ids), individual_preemptible=False, user_ids=held_users)
+        held = _read_held(s, None)
+        by_id = {h.id: h for h in held}
+        snap.demands.extend(_held_demand(h) for h in held)
+        _read_quotas(s, {d.project_id for d in snap.demands}, snap)
+        _read_limits(s, ctx, {d.user_id for d in snap.demands}, snap)
+        _read_shares(s, {d.project_id for d in snap.demands}, {d.user_id for d in snap.demands}, snap)
+        plan = snap.plan()
+        now = utcnow()
+        c = _JOBS.c
+        # Admissions: conditional on the row still being Held (a cancel may have won) and not waiting for approval.
+        admitted: list[HeldJob] = []
+        for key in plan.admit:
+            job = by_id.get(key)
+            if job is None or job.reason_code == APPROVAL:
+                continue
+            done = s.execute(
+                _JOBS.update().where(c.id == job.id, c.phase == HELD, c.reason_code != APPROVAL).values(
+                    phase=JobPhase.QUEUED.value, reason="waiting for placement", reason_code="", reason_args={},
+                    admitted_at=now)
+            ).rowcount
+            if done:
+                admitted.append(job)
+        if admitted:
+            s.execute(_EVENTS.insert(), [
+                {"job_id": j.id, "at": now, "phase": JobPhase.QUEUED.value, "reason": "Admitted",
+                 "message": "admitted: it fits the project's quota now"} for j in admitted])
+        # Hold sentences, only where they changed.
+        changes = []
+        for key, hold in plan.hold.items():
+            job = by_id.get(key)
+            if job is None or job.reason_code == APPROVAL:
+                continue  # its sentence names the approval threshold; the approvals service moves it on
+            args = _plain(hold.args)
+            if (job.reason, job.reason_code, job.reason_args) != (hold.sentence, hold.code, args):
+                changes.append({"b_id": job.id, "b_reason": hold.sentence, "b_code": hold.code, "b_args": args})
+        if changes:
+            s.execute(_JOBS.update().where(c.id == bindparam("b_id"), c.phase == HELD).values(
+                reason=bindparam("b_reason"), reason_code=bindparam("b_code"), reason_args=bindparam("b_args")),
+                changes)
+        result.updated = len(changes)
+        # Preemptions: decide admitted each beneficiary in this plan, counting on its victims being stopped; only
+        # those whose beneficiary was really admitted above are carried out.
+        started = {j.id: j for j in admitted}
+        victims_done: set = set()
+        for p in plan.preempt:
+            beneficiary = started.get(p.beneficiary)
+            if beneficiary is None or p.victim in victims_done:
+                continue
+            row = s.execute(sa_select(c.id, c.uid, c.name, c.project_id, c.phase, c.reason_code)
+                            .where(c.id == p.victim).with_for_update()).first()
+            if row is None or row.phase not in ACTIVE_PHASES or row.reason_code == PREEMPTED:
+                continue
+            victims_done.add(p.victim)
+            victim_project = snap.quotas[row.project_id].name if row.project_id in snap.quotas else str(row.project_id)
+            ben_project = snap.quotas[beneficiary.project_id].name
+            reason = (f"preempted for job #{beneficiary.id} '{beneficiary.name}' of project '{ben_project}', which is "
+                      f"below its deserved share: {p.sentence}")
+            s.execute(_JOBS.update().where(c.id == row.id).values(
+                reason_code=PREEMPTED, reason_args={**_plain(p.args), "beneficiary_id": beneficiary.id,
+                                                    "beneficiary": beneficiary.name,
+                                                    "beneficiary_project": ben_project}))
+            s.execute(_EVENTS.insert(), [
+                {"job_id": row.id, "at": now, "phase": row.phase, "reason": "Preempted", "message": reason},
+                {"job_id": beneficiary.id, "at": now, "phase": JobPhase.QUEUED.value, "reason": "Reclaiming",
+                 "message": (f"reclaiming resources for project '{ben_project}': stopping job #{row.id} '{row.name}' "
+                             f"of project '{victim_project}' (preemptible, its project is above its deserved share)")},
+            ])
+            s.execute(_OPLOG.insert(), oplog.row(None, "job:preempt", f"{victim_project}/{row.name}#{row.id}",
+                                                  details=reason[:1900]))
+            result.preempted.append((row.uid, reason))
+    result.admitted = [j.id for j in admitted]
+    return result
