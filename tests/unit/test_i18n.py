@@ -5,7 +5,6 @@ reasons, and the status-sentence templates of ``crater_app/state/messages.py``).
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from pathlib import Path
@@ -24,8 +23,8 @@ USE = re.compile(r"""\b(?:t|msg|FormError|translate)\(\s*(f?)(["'])([^"']+)\2"""
 
 
 def _load(lang: str) -> dict[str, str]:
-    with open(PKG / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
-        return json.load(fh)
+    """The language's whole table: ``i18n/<lang>.json`` merged with the areas' ``i18n/<area>/<lang>.json``."""
+    return dict(i18n.messages(lang))
 
 
 def _used_keys() -> tuple[set[str], set[str]]:
