@@ -66,8 +66,13 @@ PREEMPTED = "preempted"
 UNBOUNDED = 2**62
 #: the most held jobs one admission decision looks at (oldest/highest priority first)
 MAX_HELD = 5000
+#: a submission decides against the first this many held jobs of each project's queue (their order and count are
+#: read in full, so positions stay exact); a job behind a longer queue waits behind it
+HELD_WINDOW = 16
 #: the loop re-decides at least this often even when nothing it watches changed (quota edits by other replicas)
 FULL_PASS_EVERY_S = 5.0
+#: new held jobs alone (decided at submission) bring a full pass at most this often
+NEW_HELD_PASS_EVERY_S = 0.5
 #: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
 FAIRSHARE_FLAG_TTL_S = 2.0
 
@@ -111,8 +116,16 @@ def reason_text(lang: object, reason_code: str, reason_args: dict, reason: str) 
 # ---- reading what the rules need -------------------------------------------------------------------------------
 
 
+def _usage_of_shape(resources_json: str | dict, model: str | None) -> tuple[tuple[str, int], ...]:
+    """Usage of a stored ``resources`` JSON text (the cache key: rows read with a text cast are parsed once per
+    distinct text). A dict (drivers that decode JSON themselves) goes through sorted-key JSON text."""
+    if not isinstance(resources_json, str):
+        resources_json = json.dumps(resources_json or {}, sort_keys=True)
+    return _usage_of_text(resources_json, model)
+
+
 @lru_cache(maxsize=4096)
-def _usage_of_shape(resources_json: str, model: str | None) -> tuple[tuple[str, int], ...]:
+def _usage_of_text(resources_json: str, model: str | None) -> tuple[tuple[str, int], ...]:
     resources = parse_resources(json.loads(resources_json) if resources_json else {})
     return tuple(sorted(q.usage_of(resources, model).items()))
 
@@ -152,18 +165,39 @@ class Snapshot:
     capacity: q.Usage = field(default_factory=dict)
     expires: dict[int, datetime | None] = field(default_factory=dict)
     fair_share: bool = False
+    #: admitted batch jobs grouped by project, user and request shape: (project, user, kind, usage, count, oldest)
+    groups: list[tuple] = field(default_factory=list)
 
-    def plan(self) -> Plan:
-        """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off)."""
-        capacity = self.capacity
+    def plan(self, per_job: bool = True) -> Plan:
+        """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off).
+
+        ``per_job``: each admitted job of ``groups`` is its own demand, as the hold sentences need (they count the
+        jobs behind a usage); ``False``: one demand per group with the group's total - the same admissions for a
+        fraction of the work (every rule adds usages; sessions and preemption candidates are never grouped)."""
+        demands = list(self.demands)
+        n = 0
+        for pid, uid, kind, usage, count, first in self.groups:
+            for _ in range(count if per_job else 1):
+                n += 1
+                demands.append(Demand(key=("admitted", "group", n), project_id=pid, user_id=uid, priority=0,
+                                      created_at=first, kind=kind, admitted=True,
+                                      usage=usage if per_job else {k: v * count for k, v in usage.items()}))
+        keys = {k for d in demands for k in d.usage}
         if not self.fair_share:
-            keys = {k for d in self.demands for k in d.usage}
             capacity = {k: UNBOUNDED for k in keys}
         else:
-            capacity = dict(capacity)
-            for key in {k for d in self.demands for k in d.usage} - set(capacity):
+            capacity = dict(self.capacity)
+            for key in keys - set(capacity):
                 capacity[key] = 0  # a resource the machine does not have at all
-        return decide(self.demands, self.quotas, self.shares, self.limits, capacity)
+        return decide(demands, self.quotas, self.shares, self.limits, capacity)
+
+
+def _projects_of(snap: Snapshot) -> set[int]:
+    return {d.project_id for d in snap.demands} | {g[0] for g in snap.groups}
+
+
+def _users_of(snap: Snapshot) -> set[int]:
+    return {d.user_id for d in snap.demands} | {g[1] for g in snap.groups}
 
 
 def _lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
@@ -229,7 +263,7 @@ def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_
     project), plus the interactive sessions of ``user_ids`` anywhere (they count towards ``max_sessions``).
 
     One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
-    are parsed once), then one demand per job (the hold sentences count the jobs and users behind a usage); with
+    are parsed once) into ``snap.groups`` (see :meth:`Snapshot.plan`; interactive jobs are one demand each); with
     ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
     keyed by their job id, with priority and submission time). Jobs already being stopped by a preemption
     (``reason_code`` :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
@@ -252,12 +286,14 @@ def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_
             sessions_seen.add(uid)
         if preemptible and individual_preemptible:
             continue  # read one by one below
-        usage = dict(_usage_of_shape(_canonical(resources), model))
-        # One demand per job (not one per group): the hold sentences count the jobs and users behind a usage.
-        for _ in range(count):
-            n += 1
-            snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
-                                       created_at=first, usage=usage, kind=kind, admitted=True))
+        usage = dict(_usage_of_shape(resources, model))
+        if kind == "interactive":  # each is a session (max_sessions counts them)
+            for _ in range(count):
+                n += 1
+                snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
+                                           created_at=first, usage=usage, kind=kind, admitted=True))
+        else:
+            snap.groups.append((pid, uid, kind, usage, count, first))
     extra_users = sorted(set(user_ids) - sessions_seen)
     if extra_users and project_ids is not None:
         # Sessions of these users in projects outside ``project_ids`` (max_sessions counts all of a user's sessions).
@@ -268,29 +304,24 @@ def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_
         ).all():
             n += 1
             snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
-                                       created_at=utcnow(), usage=dict(_usage_of_shape(_canonical(resources), model)),
+                                       created_at=utcnow(), usage=dict(_usage_of_shape(resources, model)),
                                        kind="interactive", admitted=True))
     if individual_preemptible:
         stmt = sa_select(c.id, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.accelerator_model,
-                         c.resources, c.reclaim_lock, c.reason_code).where(
+                         shape, c.reclaim_lock, c.reason_code).where(
             *where, c.preemptible.is_(True), c.kind != "interactive")
         for jid, pid, uid, prio, created, kind, model, resources, lock, code in s.execute(stmt).all():
             snap.demands.append(Demand(
                 key=jid, project_id=pid, user_id=uid, priority=prio, created_at=created,
-                usage=job_usage(resources, model), kind=kind, preemptible=True, reclaim_lock=lock, admitted=True,
+                usage=dict(_usage_of_shape(resources, model)), kind=kind, preemptible=True, reclaim_lock=lock,
+                admitted=True,
             ))
-
-
-def _canonical(resources: object) -> str:
-    """The stored resources JSON (text, or a dict from drivers that decode it) as sorted-key JSON text."""
-    if isinstance(resources, str):
-        resources = json.loads(resources) if resources else {}
-    return json.dumps(resources or {}, sort_keys=True)
 
 
 @dataclass(frozen=True)
 class HeldJob:
-    """A ``Held`` job as the loop reads it."""
+    """A ``Held`` job as admission reads it; ``resources`` and ``reason_args`` are the stored JSON texts (parsed
+    only when needed: the usage through a cache per distinct text, the arguments only to rewrite a sentence)."""
 
     id: int
     uid: str
@@ -301,28 +332,80 @@ class HeldJob:
     created_at: datetime
     kind: str
     preemptible: bool
-    resources: dict
+    resources: str
     accelerator_model: str | None
     reason: str
     reason_code: str
-    reason_args: dict
+    reason_args: str
+
+
+def _held_columns():
+    c = _JOBS.c
+    return (c.id, c.uid, c.name, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.preemptible,
+            cast(c.resources, Text), c.accelerator_model, c.reason, c.reason_code, cast(c.reason_args, Text))
+
+
+def _queue_order(priority: int, created_at: datetime, key: object) -> tuple:
+    """The order of a project's queue (``domain.admission``): higher priority first, then older, then by key."""
+    return (-priority, created_at, (0, key, "") if isinstance(key, int) else (1, 0, str(key)))
 
 
 def _read_held(s, project_ids: list[int] | None) -> list[HeldJob]:
     """Held jobs (of ``project_ids``; ``None``: all), highest priority first, then oldest (at most MAX_HELD)."""
     c = _JOBS.c
-    stmt = sa_select(c.id, c.uid, c.name, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.preemptible,
-                     c.resources, c.accelerator_model, c.reason, c.reason_code, c.reason_args).where(c.phase == HELD)
+    stmt = sa_select(*_held_columns()).where(c.phase == HELD)
     if project_ids is not None:
         stmt = stmt.where(c.project_id.in_(sorted(set(project_ids))))
     stmt = stmt.order_by(c.priority.desc(), c.created_at, c.id).limit(MAX_HELD)
     return [HeldJob(*row) for row in s.execute(stmt).all()]
 
 
+@dataclass
+class HeldQueues:
+    """The held jobs a submission decides against: ``window`` the first :data:`HELD_WINDOW` of each project's
+    queue (full rows) and ``counts`` project id -> priority -> how many jobs are held there (for true positions)."""
+
+    window: list[HeldJob]
+    counts: dict[int, dict[int, int]]
+
+    def truncated(self, project_id: int) -> bool:
+        """Whether the project has more held jobs than the window holds."""
+        return sum(self.counts.get(project_id, {}).values()) > HELD_WINDOW
+
+    def ahead(self, project_id: int, priority: int) -> int:
+        """Held jobs of the project a new job of ``priority`` queues behind (those of the same or a higher
+        priority: they were submitted earlier)."""
+        return sum(n for p, n in self.counts.get(project_id, {}).items() if p >= priority)
+
+
+def _read_held_window(s, project_ids: list[int] | None) -> HeldQueues:
+    """:class:`HeldQueues` of ``project_ids`` (``None``: every project) in two indexed queries: the held counts per
+    project and priority, and the head of each queue (``ROW_NUMBER() OVER (PARTITION BY project_id ...)``, so
+    that only the windows' rows reach Python)."""
+    c = _JOBS.c
+    where = [c.phase == HELD]
+    if project_ids is not None:
+        where.append(c.project_id.in_(sorted(set(project_ids))))
+    counts: dict[int, dict[int, int]] = {}
+    for pid, priority, n in s.execute(
+        sa_select(c.project_id, c.priority, func.count()).where(*where).group_by(c.project_id, c.priority)
+    ).all():
+        counts.setdefault(pid, {})[priority] = n
+    if not counts:
+        return HeldQueues([], counts)
+    rank = func.row_number().over(partition_by=c.project_id, order_by=(c.priority.desc(), c.created_at, c.id))
+    ranked = sa_select(c.id.label("id"), rank.label("rank")).where(*where).subquery()
+    window = [HeldJob(*row) for row in s.execute(
+        sa_select(*_held_columns()).join(ranked, ranked.c.id == c.id).where(ranked.c.rank <= HELD_WINDOW)
+        .order_by(c.project_id, c.priority.desc(), c.created_at, c.id)
+    ).all()]
+    return HeldQueues(window, counts)
+
+
 def _held_demand(job: HeldJob) -> Demand:
     return Demand(key=job.id, project_id=job.project_id, user_id=job.user_id, priority=job.priority,
-                  created_at=job.created_at, usage=job_usage(job.resources, job.accelerator_model), kind=job.kind,
-                  preemptible=job.preemptible, approval_pending=job.reason_code == APPROVAL)
+                  created_at=job.created_at, usage=dict(_usage_of_shape(job.resources, job.accelerator_model)),
+                  kind=job.kind, preemptible=job.preemptible, approval_pending=job.reason_code == APPROVAL)
 
 
 def machine_capacity(ctx: ServiceContext) -> q.Usage:
@@ -376,7 +459,7 @@ def project_usage(s, project_id: int) -> tuple[q.Usage, int, int]:
         .group_by(c.accelerator_model, cast(c.resources, Text))
     ).all():
         admitted += count
-        for key, amount in _usage_of_shape(_canonical(resources), model):
+        for key, amount in _usage_of_shape(resources, model):
             used[key] = used.get(key, 0) + amount * count
     held = s.execute(sa_select(func.count()).where(c.phase == HELD, c.project_id == project_id)).scalar_one()
     return used, admitted, held
@@ -449,48 +532,66 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
         candidates.append((item, demand))
     if not candidates:
         return
-    # The rules see: the admitted usage (of these projects, or of every project under fair share), the held jobs
-    # ahead in the same queues, and the new jobs.
+    # The rules see: the admitted usage (of these projects, or of every project under fair share), the head of the
+    # held queues (HELD_WINDOW per project; positions are counted over the whole queue), and the new jobs.
     if snap.fair_share:
         _read_admitted(s, snap, None, individual_preemptible=True)
-        held = _read_held(s, None)
-        _read_quotas(s, {d.project_id for d in snap.demands} | {h.project_id for h in held}, snap)
+        queues = _read_held_window(s, None)
+        _read_quotas(s, _projects_of(snap) | set(queues.counts), snap)
         snap.capacity = machine_capacity(ctx)
     else:
         _read_admitted(s, snap, sorted(projects), individual_preemptible=False, user_ids=users)
-        held = _read_held(s, sorted(projects))
-    snap.demands.extend(_held_demand(h) for h in held)
-    _read_limits(s, ctx, {d.user_id for d in snap.demands}, snap)
-    _read_shares(s, {d.project_id for d in snap.demands}, {d.user_id for d in snap.demands}, snap)
+        queues = _read_held_window(s, sorted(projects))
+    snap.demands.extend(_held_demand(h) for h in queues.window)
+    _read_limits(s, ctx, _users_of(snap), snap)
+    _read_shares(s, _projects_of(snap), _users_of(snap), snap)
     snap.demands.extend(d for _, d in candidates)
-    plan = snap.plan()
+    plan = snap.plan(per_job=False)
+    if any(d.key not in plan.admit for _, d in candidates):
+        plan = snap.plan()  # a job is held: decide again with one demand per admitted job, for its sentence
     # A new job admitted only by preempting others is held here; the loop's next round stops the victims and
     # admits it (it re-decides with the same rules), so that preemptions happen in one place.
     reclaiming = {p.beneficiary: p for p in plan.preempt}
     admitted = set(plan.admit) - set(reclaiming)
     at = utcnow()
+    new_keys = {pid: [] for pid in projects}
+    for item, demand in candidates:
+        new_keys[demand.project_id].append(_queue_order(demand.priority, demand.created_at, demand.key))
     for item, demand in candidates:
         v = item.values
+        truncated = queues.truncated(demand.project_id)
         if demand.key in reclaiming and not item.approval:
             p = reclaiming[demand.key]
             args = _plain(p.args)
             hold = Hold("reclaim", args, _format("en", "hold.reclaim", args, p.sentence))
             v.update(phase=HELD, reason=hold.sentence, reason_code=hold.code, reason_args=hold.args, admitted_at=None)
             continue
-        if demand.key in admitted and not item.approval:
+        if demand.key in admitted and not item.approval and not truncated:
             v.update(phase=JobPhase.QUEUED.value, reason="waiting for placement", reason_code="", reason_args={},
                      admitted_at=at)
             continue
         hold = plan.hold.get(demand.key)
+        if demand.key in admitted:  # a queue longer than the window: it waits behind it, the loop admits in order
+            hold = Hold("queue", {"project": snap.quotas[demand.project_id].name, "ahead": HELD_WINDOW + 1,
+                                  "blocker": "queue"}, "")
         if item.approval:
             hold = approval_hold(q.devices(demand.usage), ctx.settings.approval_gpu_threshold,
                                  hold.args if hold is not None else {})
         if hold is None:  # not admitted and not explained: behind the others
-            hold = Hold("queue", {"position": 1}, "waiting in the project's queue")
-        v.update(phase=HELD, reason=hold.sentence, reason_code=hold.code, reason_args=_plain(hold.args),
-                 admitted_at=None)
+            hold = Hold("queue", {"project": snap.quotas[demand.project_id].name, "ahead": 1, "blocker": "queue"}, "")
+        args = _plain(hold.args)
+        if truncated or not hold.sentence:
+            # The plan saw only the head of the queue: the true position and queue length, and the sentence again.
+            mine = _queue_order(demand.priority, demand.created_at, demand.key)
+            batch_keys = new_keys[demand.project_id]
+            args["position"] = 1 + queues.ahead(demand.project_id, demand.priority) + sum(
+                1 for k in batch_keys if k < mine)
+            args["held"] = sum(queues.counts.get(demand.project_id, {}).values()) + len(batch_keys)
+            if hold.code != APPROVAL:
+                hold = Hold(hold.code, args, _format("en", f"hold.{hold.code}", args, hold.sentence))
+        v.update(phase=HELD, reason=hold.sentence, reason_code=hold.code, reason_args=args, admitted_at=None)
     if any(key not in {d.key for _, d in candidates} for key in plan.admit) or plan.preempt:
-        ctx.kick.set()  # held jobs may start, or a preemption is due: the loop carries it out
+        nudge(ctx)  # held jobs may start, or a preemption is due: the loop carries it out
 
 
 def approval_hold(devices: int, threshold: int, args: dict | None = None) -> Hold:
@@ -550,9 +651,13 @@ def _held_fingerprint(s) -> tuple:
 class AdmissionLoop:
     """The admission pass of the leader loop (state kept between rounds: what the last full pass saw).
 
-    A round is one indexed query when nothing is held. Otherwise the full pass runs when the held jobs changed
-    (count, newest id, how many wait for approval), when ``changed`` says the reconciler moved jobs (usage may
-    have dropped), when a quota changed in this process, or at least every :data:`FULL_PASS_EVERY_S` seconds.
+    A round is one indexed query when nothing is held. The full pass (:func:`admission_round`) runs at once when
+    room may have appeared or rules changed: ``changed`` (the reconciler moved jobs: usage may have dropped), a
+    quota, share or held-job change in this process (:func:`invalidate`, :func:`nudge`), fewer held jobs than last
+    time (a cancel elsewhere) or another count of jobs waiting for approval (one was approved). New held jobs alone
+    were decided at their submission by the same rules: they bring a pass at most every
+    :data:`NEW_HELD_PASS_EVERY_S` (to refresh queue lengths in the sentences). And at least every
+    :data:`FULL_PASS_EVERY_S` seconds in any case (changes made by other replicas).
     """
 
     def __init__(self, ctx: ServiceContext) -> None:
@@ -567,16 +672,27 @@ class AdmissionLoop:
             fingerprint = _held_fingerprint(s)
         if not fingerprint[0]:
             self._last = fingerprint
+            ctx.cache.pop("admission-dirty", None)
             return RoundResult(skipped=True)
         dirty = ctx.cache.pop("admission-dirty", False)
-        if (not changed and not dirty and fingerprint == self._last
-                and time.monotonic() - self._last_at < FULL_PASS_EVERY_S):
+        last = self._last
+        urgent = changed or dirty or last is None or fingerprint[2] != last[2] or fingerprint[0] < (last[0] or 0)
+        since = time.monotonic() - self._last_at
+        due = since >= FULL_PASS_EVERY_S or (fingerprint != last and since >= NEW_HELD_PASS_EVERY_S)
+        if not urgent and not due:
             return RoundResult(skipped=True)
         result = admission_round(ctx)
         with ctx.session(read_only=True) as s:
             self._last = _held_fingerprint(s)
         self._last_at = time.monotonic()
         return result
+
+
+def nudge(ctx: ServiceContext) -> None:
+    """Ask this process's loop for a full admission pass at its next round (e.g. a held job was cancelled: the
+    jobs behind it may start)."""
+    ctx.cache["admission-dirty"] = True
+    ctx.kick.set()
 
 
 def admission_round(ctx: ServiceContext) -> RoundResult:
@@ -606,9 +722,9 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
         held = _read_held(s, None)
         by_id = {h.id: h for h in held}
         snap.demands.extend(_held_demand(h) for h in held)
-        _read_quotas(s, {d.project_id for d in snap.demands}, snap)
-        _read_limits(s, ctx, {d.user_id for d in snap.demands}, snap)
-        _read_shares(s, {d.project_id for d in snap.demands}, {d.user_id for d in snap.demands}, snap)
+        _read_quotas(s, _projects_of(snap), snap)
+        _read_limits(s, ctx, _users_of(snap), snap)
+        _read_shares(s, _projects_of(snap), _users_of(snap), snap)
         plan = snap.plan()
         now = utcnow()
         c = _JOBS.c
@@ -636,7 +752,7 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
             if job is None or job.reason_code == APPROVAL:
                 continue  # its sentence names the approval threshold; the approvals service moves it on
             args = _plain(hold.args)
-            if (job.reason, job.reason_code, job.reason_args) != (hold.sentence, hold.code, args):
+            if (job.reason, job.reason_code, job.reason_args) != (hold.sentence, hold.code, json.dumps(args)):
                 changes.append({"b_id": job.id, "b_reason": hold.sentence, "b_code": hold.code, "b_args": args})
         if changes:
             s.execute(_JOBS.update().where(c.id == bindparam("b_id"), c.phase == HELD).values(

@@ -382,6 +382,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
                                                  "reason": "Cancelled", "message": message})
                 oplog.record(s, actor, "job:cancel", f"#{job.id}", details="held; never reached the backend")
                 s.expire_all()
+                admission.nudge(ctx)  # the jobs queued behind it may start
         else:
             held = 0
         if not held:
