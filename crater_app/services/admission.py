@@ -75,6 +75,9 @@ FULL_PASS_EVERY_S = 5.0
 NEW_HELD_PASS_EVERY_S = 0.5
 #: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
 FAIRSHARE_FLAG_TTL_S = 2.0
+#: how long a submission trusts user limits and member shares this process read (changes made here drop them at
+#: once; the project's capability is always read under the row lock)
+LIMITS_TTL_S = 2.0
 
 _JOBS, _PROJECTS, _USERS = Job.__table__, Project.__table__, User.__table__
 _MEMBERS, _EVENTS, _OPLOG = ProjectMember.__table__, JobEvent.__table__, OperationLog.__table__
@@ -167,6 +170,10 @@ class Snapshot:
     fair_share: bool = False
     #: admitted batch jobs grouped by project, user and request shape: (project, user, kind, usage, count, oldest)
     groups: list[tuple] = field(default_factory=list)
+    #: held jobs per locked project (read with the lock)
+    held_counts: dict[int, int] = field(default_factory=dict)
+    #: the (projects, users) whose member shares were read already
+    shares_read: tuple[set, set] = field(default_factory=lambda: (set(), set()))
 
     def plan(self, per_job: bool = True) -> Plan:
         """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off).
@@ -202,18 +209,21 @@ def _users_of(snap: Snapshot) -> set[int]:
 
 def _lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
     """Lock (PostgreSQL: ``FOR UPDATE``, in id order; SQLite: the transaction already holds the write lock) and
-    read the rows of ``project_ids``: quotas and expiry go into ``snap``."""
+    read the rows of ``project_ids``: quotas, expiry and how many jobs each holds ``Held`` go into ``snap``."""
     ids = sorted(set(project_ids))
     if not ids:
         return
-    p = _PROJECTS.c
+    p, c = _PROJECTS.c, _JOBS.c
+    held = (sa_select(func.count()).where(c.phase == HELD, c.project_id == p.id)
+            .correlate(_PROJECTS).scalar_subquery())
     rows = s.execute(
-        sa_select(p.id, p.name, p.expires_at, p.guarantee, p.deserved, p.capability)
-        .where(p.id.in_(ids)).order_by(p.id).with_for_update()
+        sa_select(p.id, p.name, p.expires_at, p.guarantee, p.deserved, p.capability, held)
+        .where(p.id.in_(ids)).order_by(p.id).with_for_update(of=_PROJECTS)
     ).all()
-    for pid, name, expires_at, guarantee, deserved, capability in rows:
+    for pid, name, expires_at, guarantee, deserved, capability, held_jobs in rows:
         snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
         snap.expires[pid] = expires_at
+        snap.held_counts[pid] = held_jobs
 
 
 def _read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
@@ -227,9 +237,26 @@ def _read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
             snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
 
 
-def _read_limits(s, ctx: ServiceContext, user_ids: Iterable[int], snap: Snapshot) -> None:
-    """Per-user limits of ``user_ids`` (a user's own, else the platform default from settings)."""
-    ids = sorted(set(user_ids) - set(snap.limits))
+def _fresh(ctx: ServiceContext | None, name: str) -> dict | None:
+    """The context's cache ``name`` (a dict of key -> (value, monotonic time read)), or ``None`` without a context."""
+    if ctx is None:
+        return None
+    return ctx.cache.setdefault(name, {})
+
+
+def _read_limits(s, ctx: ServiceContext, user_ids: Iterable[int], snap: Snapshot, cached: bool = False) -> None:
+    """Per-user limits of ``user_ids`` (a user's own, else the platform default from settings). ``cached``: values
+    read by this process less than :data:`LIMITS_TTL_S` ago are used as they are (submissions)."""
+    wanted = set(user_ids) - set(snap.limits)
+    cache = _fresh(ctx, "admission-limits") if cached else None
+    now = time.monotonic()
+    if cache is not None:
+        for uid in list(wanted):
+            hit = cache.get(uid)
+            if hit is not None and now - hit[1] < LIMITS_TTL_S:
+                snap.limits[uid] = hit[0]
+                wanted.discard(uid)
+    ids = sorted(wanted)
     st = ctx.settings
     u = _USERS.c
     for start in range(0, len(ids), 900):
@@ -242,19 +269,41 @@ def _read_limits(s, ctx: ServiceContext, user_ids: Iterable[int], snap: Snapshot
                 max_accelerators_per_job=per_job if per_job is not None else st.default_max_accelerators_per_job,
                 max_runtime_s=runtime if runtime is not None else st.default_max_runtime_s,
             )
+            if cache is not None:
+                cache[uid] = (snap.limits[uid], now)
 
 
-def _read_shares(s, project_ids: Iterable[int], user_ids: Iterable[int], snap: Snapshot) -> None:
-    """Member shares of ``user_ids`` in ``project_ids`` (only non-empty shares: ``{}`` is no per-member limit)."""
-    pids, uids = sorted(set(project_ids)), set(user_ids)
-    if not pids or not uids:
+def _read_shares(s, project_ids: Iterable[int], user_ids: Iterable[int], snap: Snapshot,
+                 ctx: ServiceContext | None = None) -> None:
+    """Member shares of ``user_ids`` in ``project_ids`` (only non-empty shares: ``{}`` is no per-member limit).
+    With ``ctx``: shares read by this process less than :data:`LIMITS_TTL_S` ago are used as they are."""
+    pids, uids = set(project_ids), set(user_ids)
+    if not pids or not uids or (pids <= snap.shares_read[0] and uids <= snap.shares_read[1]):
         return
+    snap.shares_read = (snap.shares_read[0] | pids, snap.shares_read[1] | uids)
+    cache = _fresh(ctx, "admission-shares")
+    now = time.monotonic()
+    if cache is not None:
+        missing = False
+        for pair in ((p, u) for p in pids for u in uids):
+            hit = cache.get(pair)
+            if hit is None or now - hit[1] >= LIMITS_TTL_S:
+                missing = True
+            elif hit[0]:
+                snap.shares[pair] = hit[0]
+        if not missing:
+            return
     m = _MEMBERS.c
+    found = {}
     for pid, uid, share in s.execute(
-        sa_select(m.project_id, m.user_id, m.share).where(m.project_id.in_(pids), m.user_id.in_(sorted(uids)))
+        sa_select(m.project_id, m.user_id, m.share).where(m.project_id.in_(sorted(pids)), m.user_id.in_(sorted(uids)))
     ).all():
-        if share:
-            snap.shares[(pid, uid)] = _quota_list(share, "share")
+        found[(pid, uid)] = _quota_list(share, "share") if share else {}
+        if found[(pid, uid)]:
+            snap.shares[(pid, uid)] = found[(pid, uid)]
+    if cache is not None:
+        for pair in ((p, u) for p in pids for u in uids):
+            cache[pair] = (found.get(pair, {}), now)
 
 
 def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_preemptible: bool,
@@ -441,8 +490,10 @@ def fair_share_configured(ctx: ServiceContext, s=None) -> bool:
 
 
 def invalidate(ctx: ServiceContext) -> None:
-    """Forget the cached fair-share flag and ask the loop for a full admission pass (after a quota change)."""
-    ctx.cache.pop("admission-fairshare", None)
+    """Forget the cached fair-share flag, user limits and member shares, and ask the loop for a full admission
+    pass (after a quota, share or limit change)."""
+    for name in ("admission-fairshare", "admission-limits", "admission-shares"):
+        ctx.cache.pop(name, None)
     ctx.cache["admission-dirty"] = True
     ctx.kick.set()
 
@@ -504,8 +555,8 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
     snap = Snapshot()
     _lock_projects(s, projects, snap)
     snap.fair_share = fair_share_configured(ctx, s)
-    _read_limits(s, ctx, users, snap)
-    _read_shares(s, projects, users, snap)
+    _read_limits(s, ctx, users, snap, cached=True)
+    _read_shares(s, projects, users, snap, ctx)
     candidates: list[tuple[NewJob, Demand]] = []
     for i, item in enumerate(batch):
         v = item.values
@@ -540,11 +591,18 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
         _read_quotas(s, _projects_of(snap) | set(queues.counts), snap)
         snap.capacity = machine_capacity(ctx)
     else:
-        _read_admitted(s, snap, sorted(projects), individual_preemptible=False, user_ids=users)
-        queues = _read_held_window(s, sorted(projects))
+        # Only limits that exist need the usage they limit: the projects with a capability or member shares, and
+        # the sessions of users with a session limit who submit one (an unlimited project costs no usage read).
+        limited = {pid for pid in projects if snap.quotas[pid].capability} | {pid for pid, _ in snap.shares}
+        session_users = {d.user_id for _, d in candidates
+                         if d.kind == "interactive" and snap.limits.get(d.user_id, UserLimits()).max_sessions is not None}
+        if limited or session_users:
+            _read_admitted(s, snap, sorted(limited), individual_preemptible=False, user_ids=session_users)
+        queued = sorted(pid for pid in projects if snap.held_counts.get(pid))
+        queues = _read_held_window(s, queued) if queued else HeldQueues([], {})
     snap.demands.extend(_held_demand(h) for h in queues.window)
-    _read_limits(s, ctx, _users_of(snap), snap)
-    _read_shares(s, _projects_of(snap), _users_of(snap), snap)
+    _read_limits(s, ctx, _users_of(snap), snap, cached=True)
+    _read_shares(s, _projects_of(snap), _users_of(snap), snap, ctx)
     snap.demands.extend(d for _, d in candidates)
     plan = snap.plan(per_job=False)
     if any(d.key not in plan.admit for _, d in candidates):
