@@ -412,4 +412,8 @@ def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
                            ("max_runtime", job.max_runtime_s)):
             if value is not None:
                 raw[key] = value
+        if job.kind != "batch":
+            raw["kind"] = job.kind
+        if job.preemptible:
+            raw["preemptible"] = True
     return submit_job(ctx, actor, raw, resubmitted_from=job_id)

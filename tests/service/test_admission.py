@@ -272,3 +272,11 @@ def test_admission_with_the_local_backend(world):
     row = drive_until(loop, second.id, "Succeeded", timeout=15)
     assert row.admitted_at >= job_row(ctx, first.id).finished_at
     assert wait_for(lambda: jobs.job_logs(ctx, world.alice, second.id).strip(), 5) in {"0", "1", "2", "3"}
+
+
+def test_resubmit_keeps_kind_and_preemptible(lab):
+    world, _ = lab
+    ctx = world.ctx
+    job = jobs.submit_job(ctx, world.alice, _job("nb", 0, kind="interactive", preemptible=True))
+    again = jobs.resubmit_job(ctx, world.alice, job.id)
+    assert (again.kind, again.preemptible, again.resubmitted_from) == ("interactive", True, job.id)
