@@ -211,8 +211,14 @@ def main() -> None:
             print("pure decision: bench/admission_pure.py not present")
             return
         figures = pure_decisions(rounds=args.pure_rounds)
-        print("pure decision (bench/admission_pure.py): " + ", ".join(
-            f"{k} {v:,.0f}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in figures.items()))
+        print("pure decision (bench/admission_pure.py; target >= 2,000 decisions/s):")
+        for name, f in figures.items():
+            if isinstance(f, dict) and "decisions_per_s" in f:
+                print(f"  {name}: {f['decisions_per_s']:,.0f} decisions/s ({f.get('decisions_per_call')} per call, "
+                      f"median {f.get('per_call_ms_median', 0):.2f} ms per call; admitted {f.get('admitted')}, "
+                      f"held {f.get('held')}, preempted {f.get('preempted')})")
+            else:
+                print(f"  {name}: {f}")
 
 
 if __name__ == "__main__":
