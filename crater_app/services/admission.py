@@ -585,6 +585,8 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
         return
     # The rules see: the admitted usage (of these projects, or of every project under fair share), the head of the
     # held queues (HELD_WINDOW per project; positions are counted over the whole queue), and the new jobs.
+    limited: set[int] = set()
+    session_users: set[int] = set()
     if snap.fair_share:
         _read_admitted(s, snap, None, individual_preemptible=True)
         queues = _read_held_window(s, None)
@@ -604,9 +606,16 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
     _read_limits(s, ctx, _users_of(snap), snap, cached=True)
     _read_shares(s, _projects_of(snap), _users_of(snap), snap, ctx)
     snap.demands.extend(d for _, d in candidates)
-    plan = snap.plan(per_job=False)
-    if any(d.key not in plan.admit for _, d in candidates):
-        plan = snap.plan()  # a job is held: decide again with one demand per admitted job, for its sentence
+    if not snap.fair_share and not limited and not session_users and not queues.window:
+        # Nothing limits these projects and users and nobody waits ahead: every job is admitted but those that
+        # need an approval (what ``decide`` would answer, without building its ledger).
+        plan = Plan(admit=[d.key for _, d in candidates if not d.approval_pending], preempt=[], hold={
+            d.key: Hold(APPROVAL, {"project": snap.quotas[d.project_id].name}, "")
+            for _, d in candidates if d.approval_pending})
+    else:
+        plan = snap.plan(per_job=False)
+        if any(d.key not in plan.admit for _, d in candidates):
+            plan = snap.plan()  # a job is held: decide again with one demand per admitted job, for its sentence
     # A new job admitted only by preempting others is held here; the loop's next round stops the victims and
     # admits it (it re-decides with the same rules), so that preemptions happen in one place.
     reclaiming = {p.beneficiary: p for p in plan.preempt}
