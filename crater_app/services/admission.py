@@ -39,7 +39,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Iterable
 
-from sqlalchemy import bindparam, case, cast, func, or_
+from sqlalchemy import and_, bindparam, case, cast, func, or_
 from sqlalchemy import select as sa_select
 from sqlalchemy.types import Text
 
@@ -172,8 +172,8 @@ class Snapshot:
     groups: list[tuple] = field(default_factory=list)
     #: held jobs per locked project (read with the lock)
     held_counts: dict[int, int] = field(default_factory=dict)
-    #: the (projects, users) whose member shares were read already
-    shares_read: tuple[set, set] = field(default_factory=lambda: (set(), set()))
+    #: the (project, user) pairs whose member shares were read already
+    shares_read: set = field(default_factory=set)
 
     def plan(self, per_job: bool = True) -> Plan:
         """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off).
@@ -273,37 +273,43 @@ def _read_limits(s, ctx: ServiceContext, user_ids: Iterable[int], snap: Snapshot
                 cache[uid] = (snap.limits[uid], now)
 
 
-def _read_shares(s, project_ids: Iterable[int], user_ids: Iterable[int], snap: Snapshot,
-                 ctx: ServiceContext | None = None) -> None:
-    """Member shares of ``user_ids`` in ``project_ids`` (only non-empty shares: ``{}`` is no per-member limit).
-    With ``ctx``: shares read by this process less than :data:`LIMITS_TTL_S` ago are used as they are."""
-    pids, uids = set(project_ids), set(user_ids)
-    if not pids or not uids or (pids <= snap.shares_read[0] and uids <= snap.shares_read[1]):
+def _read_shares(s, pairs: Iterable[tuple[int, int]], snap: Snapshot, ctx: ServiceContext | None = None) -> None:
+    """Member shares of the ``(project id, user id)`` ``pairs`` (only non-empty shares: ``{}`` is no per-member
+    limit). With ``ctx``: shares read by this process less than :data:`LIMITS_TTL_S` ago are used as they are."""
+    wanted = set(pairs) - snap.shares_read
+    if not wanted:
         return
-    snap.shares_read = (snap.shares_read[0] | pids, snap.shares_read[1] | uids)
+    snap.shares_read |= wanted
     cache = _fresh(ctx, "admission-shares")
     now = time.monotonic()
     if cache is not None:
-        missing = False
-        for pair in ((p, u) for p in pids for u in uids):
+        for pair in list(wanted):
             hit = cache.get(pair)
-            if hit is None or now - hit[1] >= LIMITS_TTL_S:
-                missing = True
-            elif hit[0]:
-                snap.shares[pair] = hit[0]
-        if not missing:
+            if hit is not None and now - hit[1] < LIMITS_TTL_S:
+                if hit[0]:
+                    snap.shares[pair] = hit[0]
+                wanted.discard(pair)
+        if not wanted:
             return
     m = _MEMBERS.c
-    found = {}
+    found: dict[tuple[int, int], q.Usage] = {}
+    pids, uids = sorted({p for p, _ in wanted}), sorted({u for _, u in wanted})
     for pid, uid, share in s.execute(
-        sa_select(m.project_id, m.user_id, m.share).where(m.project_id.in_(sorted(pids)), m.user_id.in_(sorted(uids)))
+        sa_select(m.project_id, m.user_id, m.share).where(m.project_id.in_(pids), m.user_id.in_(uids))
     ).all():
-        found[(pid, uid)] = _quota_list(share, "share") if share else {}
-        if found[(pid, uid)]:
-            snap.shares[(pid, uid)] = found[(pid, uid)]
-    if cache is not None:
-        for pair in ((p, u) for p in pids for u in uids):
-            cache[pair] = (found.get(pair, {}), now)
+        if (pid, uid) in wanted:
+            found[(pid, uid)] = _quota_list(share, "share") if share else {}
+    for pair in wanted:
+        share = found.get(pair, {})
+        if share:
+            snap.shares[pair] = share
+        if cache is not None:
+            cache[pair] = (share, now)
+
+
+def _pairs(snap: Snapshot) -> set[tuple[int, int]]:
+    """The (project, user) pairs of every demand and admitted group of ``snap``."""
+    return {(d.project_id, d.user_id) for d in snap.demands} | {(g[0], g[1]) for g in snap.groups}
 
 
 def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_preemptible: bool,
@@ -427,10 +433,11 @@ class HeldQueues:
         return sum(n for p, n in self.counts.get(project_id, {}).items() if p >= priority)
 
 
-def _read_held_window(s, project_ids: list[int] | None) -> HeldQueues:
+def _read_held_window(s, project_ids: list[int] | None, mine: Iterable[int] = ()) -> HeldQueues:
     """:class:`HeldQueues` of ``project_ids`` (``None``: every project) in two indexed queries: the held counts per
     project and priority, and the head of each queue (``ROW_NUMBER() OVER (PARTITION BY project_id ...)``, so
-    that only the windows' rows reach Python)."""
+    that only the windows' rows reach Python). With ``mine`` (fair share: every project is read), the projects
+    not in ``mine`` contribute only the first job of their queue - the one competing for capacity now."""
     c = _JOBS.c
     where = [c.phase == HELD]
     if project_ids is not None:
@@ -444,8 +451,12 @@ def _read_held_window(s, project_ids: list[int] | None) -> HeldQueues:
         return HeldQueues([], counts)
     rank = func.row_number().over(partition_by=c.project_id, order_by=(c.priority.desc(), c.created_at, c.id))
     ranked = sa_select(c.id.label("id"), rank.label("rank")).where(*where).subquery()
+    mine = sorted(set(mine))
+    limit = ranked.c.rank <= HELD_WINDOW
+    if project_ids is None and mine:
+        limit = or_(ranked.c.rank <= 1, and_(ranked.c.rank <= HELD_WINDOW, c.project_id.in_(mine)))
     window = [HeldJob(*row) for row in s.execute(
-        sa_select(*_held_columns()).join(ranked, ranked.c.id == c.id).where(ranked.c.rank <= HELD_WINDOW)
+        sa_select(*_held_columns()).join(ranked, ranked.c.id == c.id).where(limit)
         .order_by(c.project_id, c.priority.desc(), c.created_at, c.id)
     ).all()]
     return HeldQueues(window, counts)
@@ -556,7 +567,7 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
     _lock_projects(s, projects, snap)
     snap.fair_share = fair_share_configured(ctx, s)
     _read_limits(s, ctx, users, snap, cached=True)
-    _read_shares(s, projects, users, snap, ctx)
+    _read_shares(s, {(item.values["project_id"], item.values["user_id"]) for item in batch}, snap, ctx)
     candidates: list[tuple[NewJob, Demand]] = []
     for i, item in enumerate(batch):
         v = item.values
@@ -589,7 +600,7 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
     session_users: set[int] = set()
     if snap.fair_share:
         _read_admitted(s, snap, None, individual_preemptible=True)
-        queues = _read_held_window(s, None)
+        queues = _read_held_window(s, None, mine=projects)
         _read_quotas(s, _projects_of(snap) | set(queues.counts), snap)
         snap.capacity = machine_capacity(ctx)
     else:
@@ -604,7 +615,7 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
         queues = _read_held_window(s, queued) if queued else HeldQueues([], {})
     snap.demands.extend(_held_demand(h) for h in queues.window)
     _read_limits(s, ctx, _users_of(snap), snap, cached=True)
-    _read_shares(s, _projects_of(snap), _users_of(snap), snap, ctx)
+    _read_shares(s, _pairs(snap), snap, ctx)
     snap.demands.extend(d for _, d in candidates)
     if not snap.fair_share and not limited and not session_users and not queues.window:
         # Nothing limits these projects and users and nobody waits ahead: every job is admitted but those that
@@ -755,6 +766,15 @@ class AdmissionLoop:
         return result
 
 
+def _same_but_length(stored: str, args: dict) -> bool:
+    """Whether the stored ``reason_args`` (JSON text) equal ``args`` but for ``held`` (the queue's length)."""
+    try:
+        old = json.loads(stored or "{}")
+    except ValueError:
+        return False
+    return isinstance(old, dict) and {**old, "held": None} == {**args, "held": None}
+
+
 def nudge(ctx: ServiceContext) -> None:
     """Ask this process's loop for a full admission pass at its next round (e.g. a held job was cancelled: the
     jobs behind it may start)."""
@@ -791,7 +811,7 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
         snap.demands.extend(_held_demand(h) for h in held)
         _read_quotas(s, _projects_of(snap), snap)
         _read_limits(s, ctx, _users_of(snap), snap)
-        _read_shares(s, _projects_of(snap), _users_of(snap), snap)
+        _read_shares(s, _pairs(snap), snap)
         plan = snap.plan()
         now = utcnow()
         c = _JOBS.c
@@ -812,15 +832,19 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
             s.execute(_EVENTS.insert(), [
                 {"job_id": j.id, "at": now, "phase": JobPhase.QUEUED.value, "reason": "Admitted",
                  "message": "admitted: it fits the project's quota now"} for j in admitted])
-        # Hold sentences, only where they changed.
+        # Hold sentences, only where they changed - other than in the queue's length alone, which grows with every
+        # submission (rewriting every held row for it would cost a write per held job per pass).
         changes = []
         for key, hold in plan.hold.items():
             job = by_id.get(key)
             if job is None or job.reason_code == APPROVAL:
                 continue  # its sentence names the approval threshold; the approvals service moves it on
             args = _plain(hold.args)
-            if (job.reason, job.reason_code, job.reason_args) != (hold.sentence, hold.code, json.dumps(args)):
-                changes.append({"b_id": job.id, "b_reason": hold.sentence, "b_code": hold.code, "b_args": args})
+            if (job.reason, job.reason_code, job.reason_args) == (hold.sentence, hold.code, json.dumps(args)):
+                continue
+            if job.reason_code == hold.code and _same_but_length(job.reason_args, args):
+                continue
+            changes.append({"b_id": job.id, "b_reason": hold.sentence, "b_code": hold.code, "b_args": args})
         if changes:
             s.execute(_JOBS.update().where(c.id == bindparam("b_id"), c.phase == HELD).values(
                 reason=bindparam("b_reason"), reason_code=bindparam("b_code"), reason_args=bindparam("b_args")),

@@ -81,14 +81,15 @@ def test_hold_sentences_follow_the_queue_and_only_change_when_needed(lab):
     assert [j.reason_args["position"] for j in held] == [1, 2, 3]
     assert [j.reason_args["held"] for j in held] == [1, 2, 3], "each saw the queue as it was when submitted"
     result = loop.admission.step(changed=True)
-    assert result.updated == 2  # the first two learn that three are held now
-    assert [job_row(ctx, j.id).reason_args["held"] for j in held] == [3, 3, 3]
-    assert loop.admission.step(changed=True).updated == 0, "nothing changed: nothing rewritten"
+    assert result.updated == 0, "only the queue's length changed: no held row is rewritten for that alone"
+    assert [job_row(ctx, j.id).reason_args["position"] for j in held] == [1, 2, 3]
     assert loop.admission.step(changed=False).skipped, "nothing moved: the round is one query"
     jobs.cancel_job(ctx, world.alice, blocker.id)
     drive_until(loop, held[0].id, "Running")
     assert job_row(ctx, held[1].id).phase == "Running"  # 1 + 1 of 2
-    assert job_row(ctx, held[2].id).reason_args == {**job_row(ctx, held[2].id).reason_args, "position": 1, "held": 1}
+    last = job_row(ctx, held[2].id)  # its position changed: its sentence is rewritten, with the queue's length
+    assert (last.reason_args["position"], last.reason_args["held"]) == (1, 1)
+    assert last.reason.endswith("Position 1 of 1 held in project lab.")
 
 
 def test_never_admissible_is_refused_with_the_numbers_and_nothing_is_written(lab):
