@@ -145,9 +145,11 @@ def _parsed_list(text: str, section: str) -> tuple[tuple[str, int], ...]:
 
 
 def _quota_list(raw: object, section: str) -> q.Usage:
-    if isinstance(raw, str):  # a JSON column read through a text cast
-        raw = json.loads(raw)
-    return dict(_parsed_list(json.dumps(raw or {}, sort_keys=True), section))
+    """A stored quota list as a usage: ``raw`` is the JSON text (a column read through a text cast: the cache key,
+    parsed once per distinct text) or the decoded dict."""
+    if not isinstance(raw, str):
+        raw = json.dumps(raw or {}, sort_keys=True)
+    return dict(_parsed_list(raw, section))
 
 
 def project_quota(project_id: int, name: str, guarantee: object, deserved: object, capability: object) -> ProjectQuota:
@@ -217,7 +219,8 @@ def _lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
     held = (sa_select(func.count()).where(c.phase == HELD, c.project_id == p.id)
             .correlate(_PROJECTS).scalar_subquery())
     rows = s.execute(
-        sa_select(p.id, p.name, p.expires_at, p.guarantee, p.deserved, p.capability, held)
+        sa_select(p.id, p.name, p.expires_at, cast(p.guarantee, Text), cast(p.deserved, Text),
+                  cast(p.capability, Text), held)
         .where(p.id.in_(ids)).order_by(p.id).with_for_update(of=_PROJECTS)
     ).all()
     for pid, name, expires_at, guarantee, deserved, capability, held_jobs in rows:
@@ -232,7 +235,8 @@ def _read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
     p = _PROJECTS.c
     for start in range(0, len(ids), 900):
         for pid, name, guarantee, deserved, capability in s.execute(
-            sa_select(p.id, p.name, p.guarantee, p.deserved, p.capability).where(p.id.in_(ids[start:start + 900]))
+            sa_select(p.id, p.name, cast(p.guarantee, Text), cast(p.deserved, Text), cast(p.capability, Text))
+            .where(p.id.in_(ids[start:start + 900]))
         ).all():
             snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
 
@@ -295,7 +299,7 @@ def _read_shares(s, pairs: Iterable[tuple[int, int]], snap: Snapshot, ctx: Servi
     found: dict[tuple[int, int], q.Usage] = {}
     pids, uids = sorted({p for p, _ in wanted}), sorted({u for _, u in wanted})
     for pid, uid, share in s.execute(
-        sa_select(m.project_id, m.user_id, m.share).where(m.project_id.in_(pids), m.user_id.in_(uids))
+        sa_select(m.project_id, m.user_id, cast(m.share, Text)).where(m.project_id.in_(pids), m.user_id.in_(uids))
     ).all():
         if (pid, uid) in wanted:
             found[(pid, uid)] = _quota_list(share, "share") if share else {}
