@@ -336,7 +336,9 @@ def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_
     rows = s.execute(
         sa_select(c.project_id, c.user_id, c.kind, c.preemptible, c.accelerator_model, shape, func.count(),
                   func.min(c.created_at))
-        .where(*where).group_by(c.project_id, c.user_id, c.kind, c.preemptible, c.accelerator_model, shape)
+        # Grouped with the project last: SQLite (with statistics) would otherwise walk a project index for the
+        # grouping order over every job instead of seeking the few active ones in the phase indexes.
+        .where(*where).group_by(c.kind, c.preemptible, c.accelerator_model, shape, c.user_id, c.project_id)
     ).all()
     n = 0
     sessions_seen: set[int] = set()
