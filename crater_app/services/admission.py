@@ -177,20 +177,15 @@ class Snapshot:
     #: the (project, user) pairs whose member shares were read already
     shares_read: set = field(default_factory=set)
 
-    def plan(self, per_job: bool = True) -> Plan:
-        """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off).
-
-        ``per_job``: each admitted job of ``groups`` is its own demand, as the hold sentences need (they count the
-        jobs behind a usage); ``False``: one demand per group with the group's total - the same admissions for a
-        fraction of the work (every rule adds usages; sessions and preemption candidates are never grouped)."""
+    def plan(self) -> Plan:
+        """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off). Each group
+        of ``groups`` is one demand standing for its ``count`` jobs (``Demand.count``: counted as that many jobs in
+        the hold sentences and sessions)."""
         demands = list(self.demands)
-        n = 0
-        for pid, uid, kind, usage, count, first in self.groups:
-            for _ in range(count if per_job else 1):
-                n += 1
-                demands.append(Demand(key=("admitted", "group", n), project_id=pid, user_id=uid, priority=0,
-                                      created_at=first, kind=kind, admitted=True,
-                                      usage=usage if per_job else {k: v * count for k, v in usage.items()}))
+        for n, (pid, uid, kind, usage, count, first) in enumerate(self.groups, 1):
+            demands.append(Demand(key=("admitted", "group", n), project_id=pid, user_id=uid, priority=0,
+                                  created_at=first, kind=kind, admitted=True, count=count,
+                                  usage={k: v * count for k, v in usage.items()}))
         keys = {k for d in demands for k in d.usage}
         if not self.fair_share:
             capacity = {k: UNBOUNDED for k in keys}
@@ -322,7 +317,7 @@ def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_
     project), plus the interactive sessions of ``user_ids`` anywhere (they count towards ``max_sessions``).
 
     One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
-    are parsed once) into ``snap.groups`` (see :meth:`Snapshot.plan`; interactive jobs are one demand each); with
+    are parsed once) into ``snap.groups`` (one demand per group, see :meth:`Snapshot.plan`); with
     ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
     keyed by their job id, with priority and submission time). Jobs already being stopped by a preemption
     (``reason_code`` :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
@@ -345,16 +340,9 @@ def _read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_
     for pid, uid, kind, preemptible, model, resources, count, first in rows:
         if kind == "interactive":
             sessions_seen.add(uid)
-        if preemptible and individual_preemptible:
+        if preemptible and individual_preemptible and kind != "interactive":
             continue  # read one by one below
-        usage = dict(_usage_of_shape(resources, model))
-        if kind == "interactive":  # each is a session (max_sessions counts them)
-            for _ in range(count):
-                n += 1
-                snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
-                                           created_at=first, usage=usage, kind=kind, admitted=True))
-        else:
-            snap.groups.append((pid, uid, kind, usage, count, first))
+        snap.groups.append((pid, uid, kind, dict(_usage_of_shape(resources, model)), count, first))
     extra_users = sorted(set(user_ids) - sessions_seen)
     if extra_users and project_ids is not None:
         # Sessions of these users in projects outside ``project_ids`` (max_sessions counts all of a user's sessions).
@@ -630,9 +618,7 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
             d.key: Hold(APPROVAL, {"project": snap.quotas[d.project_id].name}, "")
             for _, d in candidates if d.approval_pending})
     else:
-        plan = snap.plan(per_job=False)
-        if any(d.key not in plan.admit for _, d in candidates):
-            plan = snap.plan()  # a job is held: decide again with one demand per admitted job, for its sentence
+        plan = snap.plan()
     # A new job admitted only by preempting others is held here; the loop's next round stops the victims and
     # admits it (it re-decides with the same rules), so that preemptions happen in one place.
     reclaiming = {p.beneficiary: p for p in plan.preempt}
