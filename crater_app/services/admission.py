@@ -72,7 +72,7 @@ HELD_WINDOW = 16
 #: the loop re-decides at least this often even when nothing it watches changed (quota edits by other replicas)
 FULL_PASS_EVERY_S = 5.0
 #: new held jobs alone (decided at submission) bring a full pass at most this often
-NEW_HELD_PASS_EVERY_S = 0.5
+NEW_HELD_PASS_EVERY_S = 2.0
 #: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
 FAIRSHARE_FLAG_TTL_S = 2.0
 #: how long a submission trusts user limits and member shares this process read (changes made here drop them at
@@ -726,7 +726,7 @@ class AdmissionLoop:
     quota, share or held-job change in this process (:func:`invalidate`, :func:`nudge`), fewer held jobs than last
     time (a cancel elsewhere) or another count of jobs waiting for approval (one was approved). New held jobs alone
     were decided at their submission by the same rules: they bring a pass at most every
-    :data:`NEW_HELD_PASS_EVERY_S` (to refresh queue lengths in the sentences). And at least every
+    :data:`NEW_HELD_PASS_EVERY_S` (a job held at submission behind a queue that has since moved). And at least every
     :data:`FULL_PASS_EVERY_S` seconds in any case (changes made by other replicas).
     """
 
