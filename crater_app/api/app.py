@@ -19,10 +19,11 @@ from sqlalchemy import text
 
 from crater_app.api import accounts, approvals, billing, docs, errors, governance, metrics
 from crater_app.api.body import decode_body, decode_object
+from crater_app.api.language import preferred_language
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.errors import NotFound
 from crater_app.domain.policy import Actor
-from crater_app.services import jobs, nodes, users
+from crater_app.services import admission, jobs, nodes, users
 from crater_app.services import metrics as platform_metrics
 from crater_app.services.context import ServiceContext
 
@@ -55,6 +56,12 @@ def _json(model, status_code: int = 200) -> Response:
     """``model`` as a JSON response, serialised by pydantic-core in one step: the same document as
     ``JSONResponse(_dump(model))`` without building the intermediate dicts (hot paths: job pages, submit)."""
     return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def _localized(job: JobPublic, lang: str) -> JobPublic:
+    """``job`` with its ``reason`` in ``lang`` (hold and preemption sentences; others stay as written)."""
+    text = admission.reason_text(lang, job.reason_code, job.reason_args, job.reason)
+    return job if text == job.reason else job.model_copy(update={"reason": text})
 
 
 def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastAPI:
@@ -133,17 +140,24 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
 
     @app.get(f"{API_PREFIX}/jobs", tags=["jobs"], response_model=JobPage)
     async def list_jobs(
-        c: Ctx, a: Me, phase: str | None = None, q: str | None = None,
+        request: Request, c: Ctx, a: Me, phase: str | None = None, q: str | None = None,
         page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
         page_size: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE_SIZE)] = 20,
     ) -> JSONResponse:
-        """Jobs visible to the caller, newest first: ``{"items", "total", "page", "page_size"}``."""
-        return _json(await _read(jobs.list_jobs, c, a, phase=phase, q=q, page=page, page_size=page_size))
+        """Jobs visible to the caller, newest first: ``{"items", "total", "page", "page_size"}``. A held job's
+        ``reason`` says why it waits, in Chinese when ``Accept-Language`` prefers ``zh``."""
+        found = await _read(jobs.list_jobs, c, a, phase=phase, q=q, page=page, page_size=page_size)
+        lang = preferred_language(request.headers.get("accept-language"))
+        if lang != "en" and any(j.reason_code for j in found.items):
+            found = found.model_copy(update={"items": [_localized(j, lang) for j in found.items]})
+        return _json(found)
 
     @app.get(f"{API_PREFIX}/jobs/{{job_id}}", tags=["jobs"], response_model=JobPublic)
-    async def get_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:
-        """One job."""
-        return _json(await _read(jobs.get_job, c, a, job_id))
+    async def get_job(job_id: int, request: Request, c: Ctx, a: Me) -> JSONResponse:
+        """One job; ``reason``/``reason_code``/``reason_args`` say why it waits (``reason`` in Chinese when
+        ``Accept-Language`` prefers ``zh``)."""
+        job = await _read(jobs.get_job, c, a, job_id)
+        return _json(_localized(job, preferred_language(request.headers.get("accept-language"))))
 
     @app.delete(f"{API_PREFIX}/jobs/{{job_id}}", tags=["jobs"], response_model=JobPublic)
     def cancel_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:

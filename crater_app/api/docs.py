@@ -55,10 +55,24 @@ class ProjectCreate(BaseModel):
 
 
 class MemberRole(BaseModel):
-    """``PUT /api/v1/projects/{name}/members/{username}`` body."""
+    """``PUT /api/v1/projects/{name}/members/{username}`` body: the project role and, optionally, the member's
+    share inside the project's capability (``role`` may be left out when only the share of a member changes)."""
 
     model_config = ConfigDict(extra="forbid")
-    role: Literal["admin", "member", "viewer"]
+    role: Literal["admin", "member", "viewer"] | None = None
+    share: dict[str, str | int] | None = Field(
+        default=None, description="resource list, e.g. {\"nvidia.com/gpu\": 2}; {} removes the member's limit")
+
+
+class QuotaBody(BaseModel):
+    """``PUT /api/v1/projects/{name}/quota`` body (platform admins): resource lists as in a JobSpec; a key may
+    name an accelerator model after a colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``). An absent section is
+    ``{}`` (capability ``{}``: no ceiling). ``guarantee <= deserved <= capability``."""
+
+    model_config = ConfigDict(extra="forbid")
+    guarantee: dict[str, str | int] = Field(default_factory=dict)
+    deserved: dict[str, str | int] = Field(default_factory=dict)
+    capability: dict[str, str | int] = Field(default_factory=dict)
 
 
 class TokenCreate(BaseModel):
@@ -71,4 +85,5 @@ class TokenCreate(BaseModel):
 
 PROJECT_CREATE_BODY = request_body(ProjectCreate)
 MEMBER_ROLE_BODY = request_body(MemberRole)
+QUOTA_BODY = request_body(QuotaBody)
 TOKEN_CREATE_BODY = request_body(TokenCreate)

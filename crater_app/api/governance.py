@@ -15,8 +15,9 @@ from crater_app.db.schemas import (
     PersonalTokenPublic,
     ProjectMemberPublic,
     ProjectPublic,
+    ProjectQuotaPublic,
 )
-from crater_app.services import oplog, projects, tokens
+from crater_app.services import oplog, projects, quotas, tokens
 
 
 
@@ -52,10 +53,25 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
     @app.put(f"{prefix}/projects/{{name}}/members/{{username}}", tags=["projects"],
              response_model=ProjectMemberPublic, openapi_extra=docs.MEMBER_ROLE_BODY)
     async def set_member(name: str, username: str, request: Request, c: Ctx, a: Me) -> JSONResponse:
-        """Add a member or change their role: ``{"role": "admin"|"member"|"viewer"}`` (platform/project admins)."""
-        body = await decode_object(request, {"role"}, "a role")
-        member = await run_in_threadpool(projects.set_member, c, a, name, username, body.get("role"))
+        """Add a member or change their role and share: ``{"role": "admin"|"member"|"viewer", "share"?: {...}}``
+        (platform/project admins; the share is a resource list inside the project's capability)."""
+        body = await decode_object(request, {"role", "share"}, "a role")
+        member = await run_in_threadpool(projects.set_member, c, a, name, username, body.get("role"),
+                                         body.get("share"))
         return JSONResponse(dump(member))
+
+    @app.put(f"{prefix}/projects/{{name}}/quota", tags=["projects"], response_model=ProjectQuotaPublic,
+             openapi_extra=docs.QUOTA_BODY)
+    async def set_quota(name: str, request: Request, c: Ctx, a: Me) -> JSONResponse:
+        """Set the project's quota (platform admins): ``{"guarantee": {...}, "deserved": {...}, "capability":
+        {...}}``; answers the quota with the current admitted usage."""
+        body = await decode_object(request, {"guarantee", "deserved", "capability"}, "guarantee, deserved or capability")
+        return JSONResponse(dump(await run_in_threadpool(quotas.set_quota, c, a, name, body)))
+
+    @app.get(f"{prefix}/projects/{{name}}/quota", tags=["projects"], response_model=ProjectQuotaPublic)
+    async def get_quota(name: str, c: Ctx, a: Me) -> JSONResponse:
+        """The project's quota, its admitted usage and its admitted/held job counts (whoever may read it)."""
+        return JSONResponse(dump(await read(quotas.get_quota, c, a, name)))
 
     @app.delete(f"{prefix}/projects/{{name}}/members/{{username}}", tags=["projects"], status_code=204)
     async def remove_member(name: str, username: str, c: Ctx, a: Me) -> Response:

@@ -44,7 +44,14 @@ class TokenPublic(_Public):
 
 
 class JobPublic(_Public):
-    """A job as the API returns it. ``resources`` as submitted; ``devices`` assigned indices; times UTC."""
+    """A job as the API returns it. ``resources`` as submitted; ``devices`` assigned indices; times UTC.
+
+    Why it waits: ``reason`` (a sentence; for a ``Held`` job it names the limit, the usage and the position),
+    ``reason_code`` (``quota``, ``share``, ``sessions``, ``capacity``, ``fairshare``, ``queue``, ``approval``,
+    ``preempted``; ``""`` when Crater itself does not hold the job) and ``reason_args`` (the sentence's values,
+    for translation). ``admitted_at``: when it passed admission (``Held`` -> ``Queued``); ``kind`` ``batch`` or
+    ``interactive``; ``preemptible``: may be stopped to give a project its deserved share back.
+    """
 
     id: int
     uid: str
@@ -68,6 +75,11 @@ class JobPublic(_Public):
     started_at: datetime | None
     finished_at: datetime | None
     resubmitted_from: int | None = None
+    kind: str = "batch"
+    preemptible: bool = False
+    reason_code: str = ""
+    reason_args: dict = {}
+    admitted_at: datetime | None = None
 
 
 class JobPage(_Public):
@@ -119,19 +131,37 @@ class NodePublic(_Public):
 
 
 class ProjectMemberPublic(_Public):
-    """A member of a project: ``username``, ``display_name``, project ``role`` (``admin``/``member``/``viewer``)
-    and whether the project is the user's ``default`` one."""
+    """A member of a project: ``username``, ``display_name``, project ``role`` (``admin``/``member``/``viewer``),
+    whether the project is the user's ``default`` one, and ``share``: the member's ceiling inside the project's
+    capability as a resource list (``{}``: none)."""
 
     username: str
     display_name: str
     role: str
     default: bool = False
+    share: dict[str, str] = {}
+
+
+class ProjectQuotaPublic(_Public):
+    """A project's quota and what it uses now. ``guarantee``/``deserved``/``capability``: resource lists as in a
+    JobSpec (a key may carry an accelerator model after a colon, ``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``);
+    ``capability`` ``{}`` = no ceiling. ``used``: the admitted (``Queued`` + ``Running``) jobs' requests, same
+    shape; ``admitted_jobs``/``held_jobs``: how many jobs are admitted / held (``Held``) now."""
+
+    project: str
+    guarantee: dict[str, str]
+    deserved: dict[str, str]
+    capability: dict[str, str]
+    used: dict[str, str]
+    admitted_jobs: int
+    held_jobs: int
 
 
 class ProjectPublic(_Public):
     """A project. ``role`` is the caller's project role (``None`` for a platform admin who is not a member);
     ``members`` is filled only for platform admins and the project's admins (``None`` otherwise); times UTC;
-    ``expires_at`` ``None`` means never; ``expired`` is whether it lies in the past."""
+    ``expires_at`` ``None`` means never; ``expired`` is whether it lies in the past; ``quota`` (in the single-project
+    answer only) its guarantee/deserved/capability and current usage."""
 
     name: str
     display_name: str
@@ -142,6 +172,7 @@ class ProjectPublic(_Public):
     role: str | None
     member_count: int
     members: list[ProjectMemberPublic] | None = None
+    quota: ProjectQuotaPublic | None = None
 
 
 class PersonalTokenPublic(_Public):

@@ -6,7 +6,9 @@ import enum
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr, ValidationError, field_validator,
+)
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import check_dns1123_label, is_text
@@ -22,6 +24,9 @@ MAX_RUNTIME_S = 30 * 24 * 3600  # 30 days
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
 MAX_WORKING_DIR_CHARS = 255
 DEFAULT_IMAGE = "local/host"
+#: ``batch`` runs to completion; ``interactive`` is a session (notebook, IDE) and counts towards the user's
+#: ``max_sessions`` (Crater's job types: training jobs vs. Jupyter/VS Code sessions).
+JOB_KINDS = ("batch", "interactive")
 
 # Patterns are used with fullmatch (a '$' also matches before a trailing newline) and re.ASCII ('\d' would
 # also match other scripts' digits, which int() reads: '٣h' would be 3 hours).
@@ -116,7 +121,10 @@ class JobSpec(BaseModel):
     Fields: ``name`` DNS-1123 label; ``project`` (None = the user's default); ``image`` (recorded; the
     local backend runs in the host environment); ``command`` argv list; ``env`` name -> value;
     ``working_dir`` relative to the job's directory; ``resources`` Kubernetes resource list;
-    ``accelerator_model`` e.g. ``NVIDIA-A100-SXM4-80GB``; ``max_runtime`` seconds; ``priority``.
+    ``accelerator_model`` e.g. ``NVIDIA-A100-SXM4-80GB``; ``max_runtime`` seconds; ``priority``;
+    ``kind`` ``batch`` (default) or ``interactive`` (a session: counts towards the user's ``max_sessions``);
+    ``preemptible`` (Crater's "backfill": the job may be stopped so that a project below its deserved share
+    gets it back; default ``false``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -133,6 +141,8 @@ class JobSpec(BaseModel):
     accelerator_model: StrictStr | None = None
     max_runtime: int | None = None
     priority: StrictInt = 0
+    kind: StrictStr = "batch"
+    preemptible: StrictBool = False
 
     @field_validator("max_runtime", mode="before")
     @classmethod
@@ -201,7 +211,8 @@ def validate_spec(raw: object) -> JobSpec:
     Raises:
         InvalidInput: the first problem, with ``field`` set to its dotted path and the limit in the
             message: unknown fields, wrong types, bad names, empty or oversized command, bad env,
-            bad quantities, fractional GPUs, unknown image shape, priority out of range.
+            bad quantities, fractional GPUs, unknown image shape, priority out of range, unknown ``kind``,
+            a ``preemptible`` that is not a boolean.
     """
     if not isinstance(raw, dict):
         raise InvalidInput("a job spec must be a JSON/YAML object", None)
@@ -239,6 +250,8 @@ def validate_spec(raw: object) -> JobSpec:
         not spec.accelerator_model or len(spec.accelerator_model) > 128 or not _MODEL.fullmatch(spec.accelerator_model)
     ):
         raise InvalidInput("accelerator_model must be a model name such as 'NVIDIA-A100-SXM4-80GB' (128 chars max)", "accelerator_model")
+    if spec.kind not in JOB_KINDS:
+        raise InvalidInput(f"kind must be one of {', '.join(JOB_KINDS)} (got '{spec.kind[:32]}')", "kind")
     resources = parse_resources(spec.resources)
     if spec.accelerator_model and not resources.gpus:
         raise InvalidInput("accelerator_model is set but resources request no accelerator", "accelerator_model")

@@ -213,3 +213,29 @@ def can_sign_up(signup_enabled: bool) -> bool:
     """``user:signup`` (anyone, signed in or not, creates a ``pending`` local account): only when the deployment
     turns self sign-up on (``CRATER_SIGNUP_ENABLED``); the account works after an admin activates it."""
     return signup_enabled
+
+
+# --- Quotas and admission (issue 3) ---------------------------------------------------------------------------
+
+
+def can_set_quota(actor: Actor) -> bool:
+    """``project:quota:write`` (guarantee, deserved, capability): platform admins only (quota is the platform's
+    to hand out; a project asks for more through an approval)."""
+    return actor.is_admin
+
+
+def can_read_quota(actor: Actor, project_id: int) -> bool:
+    """``project:quota:read`` (the quota, current admitted usage, held jobs): whoever may read the project."""
+    return can_read_project(actor, project_id)
+
+
+def can_set_share(actor: Actor, project_id: int) -> bool:
+    """``project:members:share`` (a member's share inside the project's capability): platform admins and the
+    project's admins, like the member list itself."""
+    return can_manage_members(actor, project_id)
+
+
+def needs_approval(actor: Actor, accelerators: int, threshold: int) -> bool:
+    """Whether a job of ``accelerators`` devices must wait for an approval before admission: more than
+    ``threshold`` devices, submitted by someone other than a platform admin (admins approve such jobs)."""
+    return accelerators > threshold and not actor.is_admin

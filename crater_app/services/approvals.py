@@ -55,7 +55,7 @@ from crater_app.domain.policy import (
     can_read_project,
     can_request_approval,
 )
-from crater_app.services import notifications, oplog
+from crater_app.services import admission, notifications, oplog
 from crater_app.services.context import ServiceContext
 from crater_app.services.projects import project_expired
 
@@ -525,7 +525,7 @@ def decide(ctx: ServiceContext, actor: Actor, approval_id: int, approve: bool, n
     if extend is not None:
         _extend_backend(ctx, *extend)
     if result.kind == "large_job" and result.status == "approved":
-        ctx.kick.set()  # the admission loop admits it when there is room
+        admission.nudge(ctx)  # the admission loop admits it when there is room
     return result
 
 

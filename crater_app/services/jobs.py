@@ -11,7 +11,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import Workload
-from crater_app.db.models import Job, JobEvent, OperationLog, Project, User
+from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
@@ -19,8 +19,11 @@ from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
 from crater_app.domain.naming import is_text
 from crater_app.domain.placement import Request, never_fits
 from crater_app.domain.resources import ResourceList, parse_resources
-from crater_app.domain.policy import Actor, can_cancel_job, can_read_job, can_submit, readable_projects
-from crater_app.services import billing, oplog
+from crater_app.domain.policy import (
+    Actor, can_cancel_job, can_read_job, can_read_project, can_submit, readable_projects,
+)
+from crater_app.services import admission, approvals, billing, oplog
+from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 
 MAX_PAGE_SIZE = 200
@@ -46,7 +49,8 @@ def _name(session, model, key: int) -> str:
 _PUBLIC_COLUMNS = tuple(_JOBS.c[name] for name in (
     "id", "uid", "name", "project_id", "user_id", "image", "command", "env", "working_dir", "phase", "reason",
     "exit_code", "resources", "accelerator_model", "gpus", "devices", "max_runtime_s", "priority", "created_at",
-    "started_at", "finished_at", "resubmitted_from",
+    "started_at", "finished_at", "resubmitted_from", "kind", "preemptible", "reason_code", "reason_args",
+    "admitted_at",
 ))
 
 
@@ -58,6 +62,8 @@ def _public(session, job: Job) -> JobPublic:
         resources=job.resources, accelerator_model=job.accelerator_model, gpus=job.gpus, devices=job.devices,
         max_runtime=job.max_runtime_s, priority=job.priority, created_at=job.created_at,
         started_at=job.started_at, finished_at=job.finished_at, resubmitted_from=job.resubmitted_from,
+        kind=job.kind, preemptible=job.preemptible, reason_code=job.reason_code, reason_args=job.reason_args or {},
+        admitted_at=job.admitted_at,
     )
 
 
@@ -91,17 +97,27 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     Args:
         raw: the decoded JSON/YAML object (see :class:`~crater_app.domain.jobs.JobSpec`).
 
+    Admission (``services.admission``) decides in the write transaction: the job is ``Queued`` (admitted: it
+    goes to the backend) or ``Held`` (it waits in Crater's queue: ``reason`` says which limit, how much is used and
+    its position; ``reason_code``/``reason_args`` for translation). A job above ``approval_gpu_threshold``
+    accelerators (not by a platform admin) is held for an approval (an ``approvals`` row, kind ``large_job``).
+    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs.
+
     Returns:
-        The job in phase ``Queued`` (the loop moves it on).
+        The job in phase ``Queued`` (the loop moves it on) or ``Held``.
 
     Raises:
         InvalidInput: bad spec (field named); NotFound: unknown project; Forbidden: no submit right
-        in the project; Unschedulable: the request exceeds the machine (numbers in the message).
+        in the project, or the project has expired (the date in the message); Unschedulable: the request exceeds
+        the machine (numbers in the message); AdmissionRefused (422, code ``never_admissible``): over the
+        project's capability, the member's share or the user's limits (limit and request in the message).
     """
     spec = validate_spec(raw)
     resources = spec.resource_list
     project_id, project_name = _submit_project(ctx, actor, spec.project)
     if not can_submit(actor, project_id):
+        if not can_read_project(actor, project_id):  # as for an unknown project: names are not disclosed
+            raise NotFound(f"project '{project_name}' does not exist", "project")
         raise Forbidden(f"you may not submit jobs to project '{project_name}'", "project")
     billing.check_can_submit(ctx, actor, project_id)  # PaymentRequired when billing is on and points are used up
     _check_fits(ctx, spec, resources)
@@ -115,7 +131,8 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         "memory_bytes": resources.memory_bytes, "gpus": resources.gpus, "accelerator_model": spec.accelerator_model,
         "max_runtime_s": spec.max_runtime, "priority": spec.priority, "phase": JobPhase.QUEUED.value,
         "reason": "waiting for placement", "exit_code": None, "devices": [], "created_at": utcnow(),
-        "started_at": None, "finished_at": None, "resubmitted_from": resubmitted_from,
+        "started_at": None, "finished_at": None, "resubmitted_from": resubmitted_from, "kind": spec.kind,
+        "preemptible": spec.preemptible, "reason_code": "", "reason_args": {}, "admitted_at": None,
     }
     events = [("Submitted", f"submitted by {actor.username}")]
     if ctx.backend.name == "local":
@@ -127,50 +144,68 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         accelerator_model=spec.accelerator_model, max_runtime_s=spec.max_runtime, priority=spec.priority,
         created_at=values["created_at"],
     )
-    job_id, backend_error = ctx.submissions.run(
-        (values, events, actor, f"{project_name}/{spec.name}#", workload), lambda batch: _write_submissions(ctx, batch)
-    )
+    item = NewJob(values=values, actor=actor, workload=workload, events=events, target=f"{project_name}/{spec.name}#")
+    job_id, error = ctx.submissions.run(item, lambda batch: _write_submissions(ctx, batch))
+    if error is not None:
+        if job_id is not None:
+            ctx.kick.set()
+        raise error
     ctx.kick.set()
-    if backend_error is not None:
-        raise backend_error
     return JobPublic(
         id=job_id, uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
         command=values["command"], env=values["env"], working_dir=spec.working_dir, phase=values["phase"],
         reason=values["reason"], exit_code=None, resources=values["resources"],
-        accelerator_model=spec.accelerator_model, gpus=resources.gpus, devices=[], max_runtime=spec.max_runtime,
+        accelerator_model=spec.accelerator_model, gpus=resources.gpus, devices=[], max_runtime=values["max_runtime_s"],
         priority=spec.priority, created_at=values["created_at"], started_at=None, finished_at=None,
-        resubmitted_from=resubmitted_from,
+        resubmitted_from=resubmitted_from, kind=spec.kind, preemptible=spec.preemptible,
+        reason_code=values["reason_code"], reason_args=values["reason_args"], admitted_at=values["admitted_at"],
     )
 
 
-def _write_submissions(ctx: ServiceContext, batch: list[tuple]) -> list[tuple[int, Exception | None]]:
-    """Write prepared submissions ``(job values, [(event reason, message)], actor, oplog target prefix,
-    workload)`` in one transaction - the jobs, their events and their operation-log rows - then hand the
-    workloads to the backend. Returns ``(job id, backend error or None)`` per submission, in order.
+def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[int | None, Exception | None]]:
+    """Admit and write prepared submissions in one transaction - admission (``services.admission``: project rows
+    locked first), the jobs, their events, their operation-log rows and the approvals of large jobs - then hand the
+    admitted jobs' workloads to the backend. Returns ``(job id or None, error or None)`` per submission, in order:
+    a refused submission (expired project, never admissible) gets ``(None, error)`` and writes nothing; a backend
+    error comes back with its (written) job.
 
-    Only the transaction may raise (nothing is written then, and GroupCommit retries the items one by one);
-    a backend error comes back with its item, as ``backend.create`` raising did before batching.
+    Only the transaction may raise (nothing is written then, and GroupCommit retries the items one by one).
     """
     with ctx.session() as s:
-        if len(batch) == 1:
-            ids = [s.execute(_JOBS.insert(), batch[0][0]).inserted_primary_key[0]]
-        else:  # one executemany, then the new ids by uid (unique): two statements for any batch size
-            s.execute(_JOBS.insert(), [item[0] for item in batch])
+        admission.admit_submissions(s, ctx, batch)
+        ok = [item for item in batch if item.error is None]
+        ids: list[int] = []
+        if len(ok) == 1:
+            ids = [s.execute(_JOBS.insert(), ok[0].values).inserted_primary_key[0]]
+        elif ok:  # one executemany, then the new ids by uid (unique): two statements for any batch size
+            s.execute(_JOBS.insert(), [item.values for item in ok])
             by_uid = dict(s.execute(
-                sa_select(_JOBS.c.uid, _JOBS.c.id).where(_JOBS.c.uid.in_([item[0]["uid"] for item in batch]))
+                sa_select(_JOBS.c.uid, _JOBS.c.id).where(_JOBS.c.uid.in_([item.values["uid"] for item in ok]))
             ).all())
-            ids = [by_uid[item[0]["uid"]] for item in batch]
-        at = utcnow()
-        s.execute(_JOB_EVENTS.insert(), [
-            {"job_id": job_id, "at": at, "phase": values["phase"], "reason": reason, "message": message}
-            for job_id, (values, events, _, _, _) in zip(ids, batch) for reason, message in events
-        ])
-        s.execute(_OPERATION_LOGS.insert(), [
-            oplog.row(actor, "job:create", f"{target}{job_id}") for job_id, (_, _, actor, target, _) in zip(ids, batch)
-        ])
+            ids = [by_uid[item.values["uid"]] for item in ok]
+        if ok:
+            at = utcnow()
+            s.execute(_JOB_EVENTS.insert(), [
+                {"job_id": job_id, "at": at, "phase": item.values["phase"], "reason": reason, "message": message}
+                for job_id, item in zip(ids, ok) for reason, message in _events_of(item)
+            ])
+            s.execute(_OPERATION_LOGS.insert(), [
+                oplog.row(item.actor, "job:create", f"{item.target}{job_id}", details=_oplog_details(item))
+                for job_id, item in zip(ids, ok)
+            ])
+            # Large jobs (rare): their approval requests, and a notification to who may decide them.
+            by_job = {item_id: item for item_id, item in zip(ids, ok)}
+            for row in admission.approval_rows(ok, ids):
+                request = Approval(**row)
+                s.add(request)
+                s.flush()
+                item = by_job[row["job_id"]]
+                approvals.notify_deciders(s, item.actor, request, f"job {item.values['name']} (#{row['job_id']})")
     # A crash between the commit above and the backend's create is repaired by services.reconcile.repair().
-    workloads = [item[4] for item in batch]
-    errors: list[Exception | None] = [None] * len(batch)
+    written = dict(zip((id(item) for item in ok), ids))
+    results: list[tuple[int | None, Exception | None]] = [(written.get(id(item)), item.error) for item in batch]
+    admitted = [i for i, item in enumerate(batch) if item.admitted]
+    workloads = [batch[i].workload for i in admitted]
     try:
         if len(workloads) > 1:
             ctx.backend.create_many(workloads)
@@ -178,12 +213,26 @@ def _write_submissions(ctx: ServiceContext, batch: list[tuple]) -> list[tuple[in
             for w in workloads:
                 ctx.backend.create(w)
     except Exception:  # noqa: BLE001 - find out which one failed (create is idempotent on uid)
-        for i, w in enumerate(workloads):
+        for i in admitted:
             try:
-                ctx.backend.create(w)
+                ctx.backend.create(batch[i].workload)
             except Exception as exc:  # noqa: BLE001 - reaches the caller that submitted this job
-                errors[i] = exc
-    return list(zip(ids, errors))
+                results[i] = (results[i][0], exc)
+    return results
+
+
+def _events_of(item: NewJob) -> list[tuple[str, str]]:
+    """The first events of a written job: the submission's own, then ``Held`` with the reason when held."""
+    if item.values["phase"] == JobPhase.HELD.value:
+        return [*item.events, ("Held", item.values["reason"])]
+    return list(item.events)
+
+
+def _oplog_details(item: NewJob) -> str:
+    v = item.values
+    if v["phase"] == JobPhase.HELD.value:
+        return f"held ({v['reason_code']}): {v['reason']}"
+    return ""
 
 
 def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tuple[int, str]:
@@ -319,7 +368,8 @@ def job_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 6
 
 
 def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
-    """Ask the backend to stop the job (SIGTERM, then SIGKILL after the grace period).
+    """Ask the backend to stop the job (SIGTERM, then SIGKILL after the grace period). A ``Held`` job never reached
+    the backend: it is ``Cancelled`` at once (a pending approval for it stays for the approvals service to close).
 
     Raises:
         NotFound: unknown/invisible job; Forbidden: may read but not cancel; Conflict: already finished.
@@ -330,13 +380,31 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
             raise Forbidden(f"you may not cancel job {job_id}")
         if JobPhase(job.phase).terminal:
             raise Conflict(f"job {job_id} is already {job.phase}", "id")
-        s.add(JobEvent(job_id=job.id, phase=job.phase, reason="CancelRequested", message=f"cancel requested by {actor.username}"))
-        oplog.record(s, actor, "job:cancel", f"#{job.id}")
+        if job.phase == JobPhase.HELD.value:
+            now = utcnow()
+            message = f"cancelled by {actor.username}"
+            # Conditional: when the admission pass admitted it meanwhile, it is cancelled in the backend below.
+            held = s.execute(_JOBS.update().where(_JOBS.c.id == job.id, _JOBS.c.phase == JobPhase.HELD.value).values(
+                phase=JobPhase.CANCELLED.value, reason=message, reason_code="", reason_args={}, finished_at=now,
+            )).rowcount
+            if held:
+                s.execute(_JOB_EVENTS.insert(), {"job_id": job.id, "at": now, "phase": JobPhase.CANCELLED.value,
+                                                 "reason": "Cancelled", "message": message})
+                oplog.record(s, actor, "job:cancel", f"#{job.id}", details="held; never reached the backend")
+                s.expire_all()
+                admission.nudge(ctx)  # the jobs queued behind it may start
+        else:
+            held = 0
+        if not held:
+            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="CancelRequested",
+                           message=f"cancel requested by {actor.username}"))
+            oplog.record(s, actor, "job:cancel", f"#{job.id}")
         uid = job.uid
-    try:
-        ctx.backend.cancel(uid, f"cancelled by {actor.username}")
-    except KeyError:
-        pass  # never reached the backend: the reconciler's repair() marks it Cancelled
+    if not held:
+        try:
+            ctx.backend.cancel(uid, f"cancelled by {actor.username}")
+        except KeyError:
+            pass  # never reached the backend: the reconciler's repair() marks it Cancelled
     ctx.kick.set()
     return get_job(ctx, actor, job_id)
 
@@ -354,4 +422,8 @@ def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
                            ("max_runtime", job.max_runtime_s)):
             if value is not None:
                 raw[key] = value
+        if job.kind != "batch":
+            raw["kind"] = job.kind
+        if job.preemptible:
+            raw["preemptible"] = True
     return submit_job(ctx, actor, raw, resubmitted_from=job_id)

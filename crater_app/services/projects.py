@@ -32,9 +32,10 @@ from crater_app.domain.policy import (
     can_manage_members,
     can_read_members,
     can_read_project,
+    can_set_share,
 )
 from crater_app.domain.times import parse_utc
-from crater_app.services import oplog, users
+from crater_app.services import admission, oplog, quotas, users
 from crater_app.services.context import ServiceContext
 
 MAX_DISPLAY_NAME_CHARS = 128
@@ -127,11 +128,13 @@ def _members(s: Session, project_id: int) -> list[ProjectMemberPublic]:
         .order_by(User.username)
     ).all()
     return [ProjectMemberPublic(username=u.username, display_name=u.display_name, role=m.role,
-                                default=u.default_project_id == project_id) for m, u in rows]
+                                default=u.default_project_id == project_id, share=dict(m.share or {}))
+            for m, u in rows]
 
 
 def get_project(ctx: ServiceContext, actor: Actor, name: object) -> ProjectPublic:
-    """One project; ``members`` is filled for platform admins and the project's admins.
+    """One project; ``members`` is filled for platform admins and the project's admins; ``quota`` (guarantee,
+    deserved, capability, admitted usage, admitted/held job counts) for everyone who may read it.
 
     Raises:
         InvalidInput: ``name`` is not a DNS-1123 label. NotFound: no such project, or the caller is neither
@@ -141,7 +144,8 @@ def get_project(ctx: ServiceContext, actor: Actor, name: object) -> ProjectPubli
         project = _visible_project(s, actor, name)
         members = _members(s, project.id)
         shown = members if can_read_members(actor, project.id) else None
-        return _public(project, actor.project_roles.get(project.id), len(members), shown)
+        public = _public(project, actor.project_roles.get(project.id), len(members), shown)
+        return public.model_copy(update={"quota": quotas.quota_public(s, project)})
 
 
 def _target_user(s: Session, username: object) -> User:
@@ -161,39 +165,72 @@ def _managed_project(s: Session, actor: Actor, name: object) -> Project:
 
 
 def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username: object,
-               role: object) -> ProjectMemberPublic:
-    """Add ``username`` to the project with ``role``, or change their role (idempotent).
+               role: object, share: object = None) -> ProjectMemberPublic:
+    """Add ``username`` to the project with ``role``, or change their role and/or ``share`` (idempotent).
+
+    ``share`` (optional): the member's ceiling inside the project's capability, a quota resource list
+    (``{"nvidia.com/gpu": 2}``; ``{}`` removes it; ``None`` leaves it as it is). ``role`` may be left out
+    (``None``) when only the share of an existing member changes.
 
     A user without a default project gets this one as default. The user's cached identity is dropped, so the
     role applies from their next request.
 
     Raises:
-        InvalidInput: bad name/username, or ``role`` not one of admin, member, viewer. NotFound: the project
-        is not visible to the caller, or the user does not exist. Forbidden: the caller is not a platform admin
-        or an admin of the project.
+        InvalidInput: bad name/username, ``role`` not one of admin, member, viewer, or a bad ``share`` (field
+        ``share.<key>``; above the project's capability). NotFound: the project is not visible to the caller, or
+        the user does not exist. Forbidden: the caller is not a platform admin or an admin of the project.
     """
-    if role not in PROJECT_ROLES:
+    if role is not None and role not in PROJECT_ROLES or role is None and share is None:
         raise InvalidInput(f"role is required and must be one of {', '.join(PROJECT_ROLES)}", "role")
     with ctx.session() as s:
         project = _managed_project(s, actor, project_name)
+        if share is not None and not can_set_share(actor, project.id):
+            raise Forbidden(f"only platform admins and admins of project '{project.name}' may set member shares")
+        new_share = quotas.parse_share(s, project, share) if share is not None else None
         user = _target_user(s, username)
         member = s.get(ProjectMember, (project.id, user.id))
         before = member.role if member is not None else None
+        if role is None and member is None:
+            raise InvalidInput(f"role is required to add '{user.username}' to project '{project.name}'", "role")
+        role = role if role is not None else before
+        if before == "admin" and role != "admin":
+            _check_keeps_an_admin(s, actor, project, user.id)
+        share_before = dict(member.share or {}) if member is not None else {}
         if member is None:
             member = ProjectMember(project_id=project.id, user_id=user.id, role=role)
         member.role = role  # type: ignore[assignment]
+        if new_share is not None:
+            member.share = new_share
         s.add(member)
         if user.default_project_id is None:
             user.default_project_id = project.id
             s.add(user)
+        details = []
         if before != role:
-            oplog.record(s, actor, "project:member:set", f"{project.name}/{user.username}",
-                         details=f"role={before or '-'}->{role}")
+            details.append(f"role={before or '-'}->{role}")
+        if new_share is not None and new_share != share_before:
+            details.append(f"share={share_before or '{}'}->{new_share or '{}'}")
+        if details:
+            oplog.record(s, actor, "project:member:set", f"{project.name}/{user.username}", details="; ".join(details))
         result = ProjectMemberPublic(username=user.username, display_name=user.display_name, role=role,  # type: ignore[arg-type]
-                                     default=user.default_project_id == project.id)
+                                     default=user.default_project_id == project.id, share=dict(member.share or {}))
         user_id = user.id
     users.forget_user(user_id)
+    if new_share is not None and new_share != share_before:
+        admission.invalidate(ctx)
     return result
+
+
+def _check_keeps_an_admin(s, actor: Actor, project: Project, user_id: int) -> None:
+    """Refuse (Conflict, field ``role``) when a project admin's change would leave ``project`` without an admin:
+    demoting or removing its last admin ``user_id``. Platform admins may (they manage every project anyway)."""
+    if actor.is_admin:
+        return
+    others = s.exec(select(func.count()).select_from(ProjectMember).where(
+        ProjectMember.project_id == project.id, ProjectMember.role == "admin", ProjectMember.user_id != user_id,
+    )).one()
+    if not others:
+        raise Conflict(f"project '{project.name}' would have no admin left; make another member admin first", "role")
 
 
 def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, username: object) -> None:
@@ -214,6 +251,8 @@ def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, usern
         if member is None:
             raise NotFound(f"user '{user.username}' is not a member of project '{project.name}'", "username")
         details = f"role={member.role}"
+        if member.role == "admin":
+            _check_keeps_an_admin(s, actor, project, user.id)
         if user.default_project_id == project.id:
             other = s.exec(
                 select(ProjectMember.project_id).where(ProjectMember.user_id == user.id,

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import replace
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
@@ -20,7 +21,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, JobEvent, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import approvals, billing, leases
+from crater_app.services import admission, approvals, billing, leases
 from crater_app.services.context import ServiceContext
 from crater_app.services.jobs import workload_of
 
@@ -43,6 +44,7 @@ class Reconciler:
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
         self.rev = 0
+        self.moved = False  # set when a sync changed some job's phase (admission looks again: usage may have dropped)
 
     def sync(self, batch: int = 1000) -> int:
         """Apply every backend change since ``rev``; return how many statuses were read."""
@@ -80,6 +82,7 @@ class Reconciler:
             if updates:
                 conn.execute(_SAME_PHASE_UPDATE, updates)
             if others:
+                self.moved = True
                 for job in s.exec(select(Job).where(Job.uid.in_(others))).all():
                     self._apply_one(s, job, latest[job.uid])
 
@@ -108,6 +111,13 @@ class Reconciler:
             s.add(JobEvent(job_id=job.id, phase=job.phase, reason="IgnoredTransition",
                            message=f"backend moved {current.value} -> {phase.value}, which Crater does not allow"))
             return
+        if phase == JobPhase.CANCELLED and job.reason_code == admission.PREEMPTED:
+            # Stopped by a preemption (services.admission): it failed for a reason that is not its owner's doing.
+            args = job.reason_args or {}
+            message = (f"preempted: project '{args.get('beneficiary_project', '?')}' reclaimed its deserved share "
+                       f"for job #{args.get('beneficiary_id', '?')}")
+            status = replace(status, state="Failed", reason="Preempted", message=message)
+            phase = JobPhase.FAILED
         job.phase = phase.value
         job.reason = status.message
         job.devices = list(status.devices)
@@ -162,8 +172,9 @@ class LeaderLoop:
     """Runs backend placement and reconciliation in the one process that holds the lease.
 
     Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
-    re-adopt running workloads and repair; then ``backend.tick()``, ``Reconciler.sync()`` and (at most once a
-    second) ``approvals.close_orphans()``; then sleep
+    re-adopt running workloads and repair; then ``backend.tick()``, ``Reconciler.sync()``, (at most once a
+    second) ``approvals.close_orphans()``, the billing charge when due, and the admission pass (held jobs that
+    fit now are admitted, preemptions carried out, see :meth:`admit`); then sleep
     ``loop_interval_s`` or until ``ctx.kick`` is set.
     """
 
@@ -177,6 +188,7 @@ class LeaderLoop:
         self.ctx = ctx
         self.holder = holder_id()
         self.reconciler = Reconciler(ctx)
+        self.admission = admission.AdmissionLoop(ctx)
         self.leader = False
         self._stop = threading.Event()
         self._stats_at = -1e18
@@ -207,6 +219,35 @@ class LeaderLoop:
             self._orphans_at = time.monotonic()
             approvals.close_orphans(self.ctx)
         billing.charge_if_due(self.ctx)  # at most every settings.billing_charge_interval_s; nothing when billing is off
+        self.admit()
+
+    def admit(self) -> admission.RoundResult:
+        """The admission pass (``services.admission.AdmissionLoop``): cheap when nothing is held. Admitted jobs go
+        to the backend; preemption victims are cancelled with the reason (the reconciler then marks them
+        ``Failed``, reason ``Preempted``)."""
+        moved, self.reconciler.moved = self.reconciler.moved, False
+        result = self.admission.step(moved)
+        if result.admitted:
+            with self.ctx.session(read_only=True) as s:
+                rows = s.exec(
+                    select(Job, Project.name, User.username)
+                    .join(Project, Project.id == Job.project_id).join(User, User.id == Job.user_id)
+                    .where(Job.id.in_(result.admitted))
+                ).all()
+            workloads = [workload_of(job, project, user) for job, project, user in rows]
+            try:
+                if len(workloads) > 1:
+                    self.ctx.backend.create_many(workloads)
+                else:
+                    self.ctx.backend.create(workloads[0])
+            except Exception:  # noqa: BLE001 - repair() hands Queued jobs the backend lacks to it again
+                log.exception("admission: handing %d admitted job(s) to the backend failed", len(workloads))
+        for uid, reason in result.preempted:
+            try:
+                self.ctx.backend.cancel(uid, reason)
+            except KeyError:
+                log.warning("admission: preemption victim %s is unknown to the backend", uid)
+        return result
 
     def run(self) -> None:
         """Loop until :meth:`stop`; errors are logged and the loop goes on.

@@ -31,7 +31,7 @@ from crater_app.domain.policy import (
     can_read_user,
     can_sign_up,
 )
-from crater_app.services import oplog
+from crater_app.services import admission, oplog
 from crater_app.services.context import ServiceContext
 
 DEFAULT_PROJECT = "default"
@@ -462,4 +462,5 @@ def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict)
         project = s.get(Project, user.default_project_id) if user.default_project_id else None
         result = _detail(user, project.name if project else None)
     forget_user(result.id)
+    admission.invalidate(ctx)  # limits and standing feed admission: re-decide held jobs
     return result

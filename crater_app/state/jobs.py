@@ -67,7 +67,7 @@ class JobsState(AppState):
     def view_rows(self) -> list[dict[str, str]]:
         """The rows with each job's status sentence in the console's language."""
         lang = self.lang
-        return [{**row, "reason": messages.message_text(lang, row.get("reason", ""))} for row in self.rows]
+        return [{**row, "reason": messages.job_reason_text(lang, row)} for row in self.rows]
 
     @rx.var
     def page_count(self) -> int:
@@ -356,8 +356,20 @@ class JobDetailState(AppState):
 
     @rx.var
     def reason_text(self) -> str:
-        """The job's status sentence in the console's language."""
-        return messages.message_text(self.lang, self.job.get("reason", ""))
+        """The job's status sentence in the console's language (a hold sentence from its reason code)."""
+        return messages.job_reason_text(self.lang, self.job)
+
+    @rx.var
+    def waiting(self) -> bool:
+        """The job waits: ``Held`` by Crater (quota, share, sessions, capacity, fair share, approval) or ``Queued``
+        (admitted, waiting for the machine to place it)."""
+        return self.job.get("phase", "") in ("Held", "Queued")
+
+    @rx.var
+    def wait_lead(self) -> str:
+        """The first line of the "Why is this job waiting?" box: held by Crater, or admitted and being placed."""
+        key = "job.waiting.held" if self.job.get("phase", "") == "Held" else "job.waiting.admitted"
+        return self.msg(key)
 
     @rx.var
     def event_rows(self) -> list[dict[str, str]]:

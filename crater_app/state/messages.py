@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 
 from crater_app import i18n
+from crater_app.services import admission
+from crater_app.state import views
 
 #: Event reasons the services and backends write (an i18n key ``reason.<word>`` exists for each).
 KNOWN_REASONS: tuple[str, ...] = (
     "Submitted", "HostEnvironment", "Queued", "Started", "Completed", "Error", "Cancelled", "CancelRequested",
     "DeadlineExceeded", "ProcessLost", "Resubmitted", "Lost", "BackendState", "IgnoredTransition", "Adopted",
-    "StartError",
+    "StartError", "Held", "Admitted", "Preempted", "Reclaiming",
     # crater_app/services/approvals.py
     "RuntimeExtended", "ReclaimLocked", "Approved", "Rejected",
 )
@@ -53,6 +55,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("msg.start_error", r"the job could not be started: (?P<detail>.*)"),
         # crater_app/services/approvals.py (the reason of a large job approved, waiting for admission)
         ("msg.admission_approved", r"waiting for admission \(approved\)"),
+        # crater_app/services/admission.py
+        ("msg.admitted", r"admitted: it fits the project's quota now"),
         # crater_app/services/reconcile.py
         ("msg.started_with_devices", r"started with devices \[(?P<devices>[\d, ]*)\]"),
         ("msg.resubmitted", r"the backend did not know this job; it was handed to it again"),
@@ -76,6 +80,17 @@ def reason_text(lang: object, reason: str) -> str:
     if reason in KNOWN_REASONS:
         return i18n.translate(lang, f"reason.{reason}")
     return reason
+
+
+def job_reason_text(lang: object, row: dict[str, str]) -> str:
+    """A job's status sentence in ``lang`` from a console row (``views.job_row``/``views.job_detail``): a hold or
+    preemption sentence from its ``reason_code``/``reason_args`` (``services.admission.reason_text``), else the
+    backend's sentence through :func:`message_text`."""
+    reason = row.get("reason", "")
+    code = row.get("reason_code", "")
+    if code:
+        return admission.reason_text(lang, code, views.reason_args(row), reason)
+    return message_text(lang, reason)
 
 
 def message_text(lang: object, message: str) -> str:

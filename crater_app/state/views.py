@@ -7,6 +7,7 @@ lists, dicts and small dataclasses only: never ORM rows, sessions or clients.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime, timezone
 
 from crater_app.db.schemas import JobEventPublic, JobPublic, NodePublic, UserPublic
@@ -76,7 +77,8 @@ def job_row(job: JobPublic) -> dict[str, str]:
     return {
         "id": str(job.id), "name": job.name, "user": job.user, "project": job.project, "phase": job.phase,
         "reason": job.reason, "gpus": gpu_summary(job) or "—", "created": fmt_time(job.created_at),
-        "runtime": fmt_duration(runtime_seconds(job)) or "—",
+        "runtime": fmt_duration(runtime_seconds(job)) or "—", "reason_code": job.reason_code,
+        "reason_args": json.dumps(job.reason_args, sort_keys=True),
     }
 
 
@@ -95,7 +97,18 @@ def job_detail(job: JobPublic) -> dict[str, str]:
         "priority": str(job.priority), "created": fmt_time(job.created_at), "started": fmt_time(job.started_at),
         "finished": fmt_time(job.finished_at), "runtime": fmt_duration(runtime_seconds(job)),
         "resubmitted_from": "" if job.resubmitted_from is None else str(job.resubmitted_from),
+        "reason_code": job.reason_code, "reason_args": json.dumps(job.reason_args, sort_keys=True),
+        "kind": job.kind, "preemptible": "yes" if job.preemptible else "", "admitted": fmt_time(job.admitted_at),
     }
+
+
+def reason_args(row: dict[str, str]) -> dict:
+    """The ``reason_args`` a :func:`job_row`/:func:`job_detail` dict carries as JSON text (``{}`` when none)."""
+    try:
+        args = json.loads(row.get("reason_args") or "{}")
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}
 
 
 def event_row(event: JobEventPublic) -> dict[str, str]:

@@ -128,6 +128,9 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("PUT", f"{P}/projects/{{name}}/members/{{username}}"): (
         lambda m, who: (f"{P}/projects/proj/members/{m.fresh_user()}", {"role": "member"}),
         (401, 404, 403, 404, 403, OK, OK)),
+    ("PUT", f"{P}/projects/{{name}}/quota"): (fixed(f"{P}/projects/proj/quota", {"capability": {"nvidia.com/gpu": 8}}),
+                                              (401, 404, 403, 404, 403, 403, OK)),
+    ("GET", f"{P}/projects/{{name}}/quota"): (fixed(f"{P}/projects/proj/quota"), (401, 404, OK, 404, OK, OK, OK)),
     ("DELETE", f"{P}/projects/{{name}}/members/{{username}}"): (
         lambda m, who: (f"{P}/projects/proj/members/{m.fresh_member()}", None),
         (401, 404, 403, 404, 403, OK, OK)),

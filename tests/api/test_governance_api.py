@@ -17,7 +17,7 @@ def test_projects_flow(api):
     assert r.json()["expires_at"].startswith("2099-01-01T00:00:00") and r.json()["members"] is None
     r = c.put("/api/v1/projects/vision/members/alice", headers=admin, json={"role": "admin"})
     assert r.status_code == 200 and r.json() == {"username": "alice", "display_name": "", "role": "admin",
-                                                 "default": False}
+                                                 "default": False, "share": {}}
     # alice is now a project admin, effective on her next request
     r = c.put("/api/v1/projects/vision/members/bob", headers=api.auth("alice"), json={"role": "viewer"})
     assert r.status_code == 200, r.text

@@ -68,6 +68,26 @@ def _actions() -> list[rx.Component]:
     ]
 
 
+def _waiting() -> rx.Component:
+    """"Why is this job waiting?": for a Held or Queued job, the blocking reason in plain words (which limit, how
+    much is used and by how many jobs/users, its position), in the console's language."""
+    return rx.cond(
+        JobDetailState.waiting,
+        rx.callout.root(
+            rx.callout.icon(rx.icon("hourglass")),
+            rx.vstack(
+                rx.text(t("job.waiting.title"), weight="bold", size="2"),
+                rx.text(JobDetailState.wait_lead, size="2"),
+                rx.text(JobDetailState.reason_text, size="2", id="job-wait-reason"),
+                spacing="1",
+            ),
+            color_scheme=rx.cond(J["phase"] == "Held", "amber", "blue"),
+            width="100%",
+            id="job-waiting",
+        ),
+    )
+
+
 def _overview() -> rx.Component:
     return rx.card(
         rx.vstack(
@@ -302,6 +322,7 @@ def job_detail_page() -> rx.Component:
                         crumbs=_crumbs(),
                     ),
                     error_callout(JobDetailState.error),
+                    _waiting(),
                     rx.grid(_overview(), _resources(), columns=rx.breakpoints(initial="1", md="2"), spacing="5",
                             width="100%"),
                     _command(),

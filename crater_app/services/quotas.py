@@ -1,0 +1,113 @@
+"""Project quotas (``guarantee``/``deserved``/``capability``) and member shares: set, read, validate.
+
+Rules (Volcano Queue spec; Crater's accounts): a quota is three resource lists as in a JobSpec, where a key may
+carry an accelerator model after a colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``); ``guarantee <= deserved <=
+capability`` per key; ``capability`` ``{}`` means no ceiling, an absent guarantee/deserved key means zero. Only
+platform admins set quotas (``policy.can_set_quota``); whoever may read the project reads its quota and usage.
+A member's ``share`` is a ceiling inside the project's capability, set by platform admins and the project's admins
+(``policy.can_set_share``); it may not exceed the capability on any key the capability gives.
+
+Every change writes an operation-log row in its transaction and asks the leader loop for a new admission pass
+(held jobs may fit the new quota).
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from crater_app.db.models import Project
+from crater_app.db.schemas import ProjectQuotaPublic
+from crater_app.domain import quota as q
+from crater_app.domain.errors import Forbidden, InvalidInput, NotFound
+from crater_app.domain.naming import check_dns1123_label
+from crater_app.domain.policy import Actor, can_read_quota, can_set_quota
+from crater_app.services import admission, oplog
+from crater_app.services.context import ServiceContext
+
+
+def _project(s: Session, actor: Actor, name: object, lock: bool = False) -> Project:
+    """The project ``name`` if the actor may read it (else NotFound, so that names are not disclosed)."""
+    check_dns1123_label(name, "name")
+    stmt = select(Project).where(Project.name == name)
+    if lock:
+        stmt = stmt.with_for_update()
+    project = s.exec(stmt).first()
+    if project is None or not can_read_quota(actor, project.id):
+        raise NotFound(f"project '{name}' does not exist", "name")
+    return project
+
+
+def quota_public(s: Session, project: Project) -> ProjectQuotaPublic:
+    """The project's quota as stored plus its admitted usage and job counts now (three indexed queries)."""
+    used, admitted, held = admission.project_usage(s, project.id)
+    return ProjectQuotaPublic(
+        project=project.name, guarantee=dict(project.guarantee or {}), deserved=dict(project.deserved or {}),
+        capability=dict(project.capability or {}), used=q.render_quota_list(used), admitted_jobs=admitted,
+        held_jobs=held,
+    )
+
+
+def get_quota(ctx: ServiceContext, actor: Actor, project_name: object) -> ProjectQuotaPublic:
+    """A project's ``guarantee``/``deserved``/``capability``, its admitted usage and admitted/held job counts.
+
+    Raises:
+        InvalidInput: ``project_name`` is not a DNS-1123 label. NotFound: no such project, or the caller may not
+        read it (neither a member nor a platform admin).
+    """
+    with ctx.session(read_only=True) as s:
+        return quota_public(s, _project(s, actor, project_name))
+
+
+def set_quota(ctx: ServiceContext, actor: Actor, project_name: object, body: object) -> ProjectQuotaPublic:
+    """Replace the project's quota with ``body`` = ``{"guarantee": {...}, "deserved": {...}, "capability": {...}}``
+    (an absent section is ``{}``; quantities as in a JobSpec: ``"8"``, ``"500m"``, ``"64Gi"``; whole devices).
+
+    Amounts are stored in canonical form (``render_quota_list``: cpu ``"4"``/``"500m"``, memory bytes, devices).
+    Lowering a capability below what is admitted stops nothing: new jobs wait until usage drops.
+
+    Raises:
+        InvalidInput: unknown section, bad key or quantity, negative amount, fractional devices, or
+        ``guarantee <= deserved <= capability`` broken (the key and both amounts named). NotFound: the project is
+        not visible to the caller. Forbidden: the caller is not a platform admin.
+    """
+    with ctx.session() as s:
+        project = _project(s, actor, project_name, lock=True)
+        if not can_set_quota(actor):
+            raise Forbidden(f"only platform admins may set the quota of project '{project.name}'")
+        parsed = q.parse_quota(body)
+        before = {name: dict(getattr(project, name) or {}) for name in q.SECTIONS}
+        after = {name: q.render_quota_list(getattr(parsed, name)) for name in q.SECTIONS}
+        for name in q.SECTIONS:
+            setattr(project, name, after[name])
+        s.add(project)
+        changed = [f"{name}={_text(before[name])}->{_text(after[name])}" for name in q.SECTIONS
+                   if before[name] != after[name]]
+        oplog.record(s, actor, "project:quota:set", project.name, details="; ".join(changed) or "unchanged")
+        s.flush()
+        result = quota_public(s, project)
+    admission.invalidate(ctx)
+    return result
+
+
+def parse_share(s: Session, project: Project, raw: object) -> dict[str, str]:
+    """Validate a member's ``share`` (a quota resource list) against the project's capability and return it in
+    canonical form (``{}``: no per-member limit).
+
+    Raises:
+        InvalidInput: field ``share.<key>``: bad key or quantity, or above the project's capability on that key
+        (both amounts named).
+    """
+    share = q.parse_quota_list(raw, "share")
+    capability = q.parse_quota_list(project.capability or {}, "capability")
+    for key in sorted(share):
+        if key in capability and share[key] > capability[key]:
+            raise InvalidInput(
+                f"share.{key} ({q.format_amount(key, share[key])}) must not exceed the capability of project "
+                f"'{project.name}' ({q.format_amount(key, capability[key])})", f"share.{key}",
+            )
+    return q.render_quota_list(share)
+
+
+def _text(section: dict) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(section.items())) + "}"
+
