@@ -161,3 +161,36 @@ def test_expired_flag(world):
         p.expires_at = utcnow() - timedelta(seconds=1)
         s.add(p)
     assert projects.get_project(ctx, world.admin, "soon").expired is True
+
+
+def test_a_project_admin_cannot_leave_the_project_without_admin(world):
+    ctx, admin = world.ctx, world.admin
+    projects.create_project(ctx, admin, "vision")
+    projects.set_member(ctx, admin, "vision", "alice", "admin")
+    projects.set_member(ctx, admin, "vision", "bob", "member")
+    alice = users.authenticate(ctx, world.tokens["alice"])
+    before = counts(ctx)
+    for attempt in (lambda: projects.set_member(ctx, alice, "vision", "alice", "member"),
+                    lambda: projects.remove_member(ctx, alice, "vision", "alice")):
+        with pytest.raises(Conflict) as err:
+            attempt()
+        assert err.value.field == "role" and "no admin left" in str(err.value)
+    assert counts(ctx) == before
+    assert projects.get_project(ctx, alice, "vision").role == "admin"
+    # with a second admin she may step down; platform admins may always change roles
+    projects.set_member(ctx, alice, "vision", "bob", "admin")
+    projects.set_member(ctx, alice, "vision", "alice", "member")
+    projects.set_member(ctx, admin, "vision", "bob", "viewer")
+    assert [(m.username, m.role) for m in projects.get_project(ctx, admin, "vision").members] == [
+        ("alice", "member"), ("bob", "viewer")]
+
+
+def test_submitting_to_a_project_one_cannot_see_reads_as_unknown(world):
+    ctx, admin = world.ctx, world.admin
+    projects.create_project(ctx, admin, "secret")
+    with pytest.raises(NotFound) as hidden:
+        jobs.submit_job(ctx, world.alice, {"name": "x", "project": "secret", "command": ["true"]})
+    with pytest.raises(NotFound) as unknown:
+        jobs.submit_job(ctx, world.alice, {"name": "x", "project": "no-such", "command": ["true"]})
+    assert hidden.value.field == unknown.value.field == "project"
+    assert str(hidden.value) == str(unknown.value).replace("no-such", "secret")
