@@ -327,3 +327,15 @@ def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
     return s[k]
+
+
+def wait_phase(server: "CraterServer", token: str, job_id: int, phase: str, timeout_s: float = 60) -> None:
+    """Poll ``GET /api/v1/jobs/{job_id}`` until the job is in ``phase``; RuntimeError after ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    job: dict = {}
+    while time.monotonic() < deadline:
+        _, job = http_json("GET", f"{server.url}/api/v1/jobs/{job_id}", token=token)
+        if job.get("phase") == phase:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"job {job_id} did not reach {phase}: {job}")

@@ -17,17 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _load import encode_request, run_load  # noqa: E402
-from _server import CraterServer, MachineMeter, describe_machine, http_json, pct  # noqa: E402
-
-
-def wait_phase(server: CraterServer, token: str, job_id: int, phase: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        _, job = http_json("GET", f"{server.url}/api/v1/jobs/{job_id}", token=token)
-        if job.get("phase") == phase:
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"job {job_id} did not reach {phase}: {job}")
+from _server import CraterServer, MachineMeter, describe_machine, http_json, pct, wait_phase  # noqa: E402
 
 
 def main() -> None:
