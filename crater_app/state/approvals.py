@@ -14,7 +14,7 @@ from crater_app import i18n
 from crater_app.db.schemas import ApprovalPublic, NotificationPublic
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import approvals, notifications, projects
-from crater_app.state import views
+from crater_app.state import messages, views
 from crater_app.state.base import POLL_MAX_S, AppState, call_as, client_connected
 from crater_app.state.forms import FormError
 
@@ -112,7 +112,10 @@ def approval_row(a: ApprovalPublic) -> dict[str, str]:
 
 
 def notification_text(lang: str, n: NotificationPublic) -> str:
-    """The notification in ``lang``: its translated template filled from ``args``, or the English message."""
+    """The notification in ``lang``: its translated template filled from ``args``, or the English message.
+
+    The target (``job train (#12)``, ``project lab``) and the notes the service writes itself (the auto-approval
+    rule's, why a request was closed) are translated too (``state.messages``); a decider's own note is kept."""
     key = NOTIFY_KEYS.get(n.kind)
     if key is None:
         return n.message
@@ -120,6 +123,8 @@ def notification_text(lang: str, n: NotificationPublic) -> str:
     kind_key = KIND_KEYS.get(str(args.get("kind", "")))
     args["kind"] = i18n.translate(lang, kind_key) if kind_key else args.get("kind", "")
     note = str(args.get("note") or "")
+    note = messages.message_text(lang, note.removeprefix("closed: ") if n.kind == "approval.closed" else note)
+    args["target"] = messages.target_text(lang, str(args.get("target") or ""))
     by = str(args.get("by") or "")
     if n.kind != "approval.requested":  # "approved by pat": the decider, when there is one
         args["by"] = i18n.translate(lang, "notify.by", by=by) if by else ""
@@ -128,7 +133,7 @@ def notification_text(lang: str, n: NotificationPublic) -> str:
     except (KeyError, IndexError, ValueError):
         return n.message
     if n.kind == "approval.closed":
-        return f"{text} {note.removeprefix('closed: ')}".strip()
+        return f"{text} {note}".strip()
     return f"{text} {i18n.translate(lang, 'notify.note', note=note)}" if note else text
 
 class ApprovalsState(AppState):
