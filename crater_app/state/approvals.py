@@ -96,8 +96,16 @@ def _value_text(a: ApprovalPublic) -> str:
     return ""
 
 
-def approval_row(a: ApprovalPublic) -> dict[str, str]:
-    """A requests-table row (all strings; ``can_decide`` is ``"1"`` or ``""``)."""
+def decision_note_text(lang: object, note: str) -> str:
+    """A request's ``decision_note`` in ``lang``: the notes the service writes itself (the auto-approval rule's,
+    ``closed: <why>``) translated through ``state.messages``; a decider's own note as written."""
+    if note.startswith("closed: "):
+        return i18n.translate(lang, "approvals.note.closed", why=messages.message_text(lang, note.removeprefix("closed: ")))
+    return messages.message_text(lang, note)
+
+
+def approval_row(a: ApprovalPublic, lang: object = i18n.DEFAULT_LANGUAGE) -> dict[str, str]:
+    """A requests-table row (all strings; ``can_decide`` is ``"1"`` or ``""``), the decision note in ``lang``."""
     if a.kind == "quota":
         target = a.project or ""
     else:
@@ -105,7 +113,7 @@ def approval_row(a: ApprovalPublic) -> dict[str, str]:
     return {
         "id": str(a.id), "kind": a.kind, "status": a.status, "requester": a.requester, "project": a.project or "",
         "target": target.strip(), "job_id": str(a.job_id or ""), "value": _value_text(a), "reason": a.reason,
-        "auto": "1" if a.auto else "", "decided_by": a.decided_by or "", "note": a.decision_note,
+        "auto": "1" if a.auto else "", "decided_by": a.decided_by or "", "note": decision_note_text(lang, a.decision_note or ""),
         "created": views.fmt_time(a.created_at), "decided": views.fmt_time(a.decided_at),
         "can_decide": "1" if a.can_decide else "",
     }
@@ -181,7 +189,7 @@ class ApprovalsState(AppState):
             mine=self.mine_only, page=self.page, page_size=self.page_size)
         if page is None:
             return stop
-        self.rows = [approval_row(a) for a in page.items]
+        self.rows = [approval_row(a, self.lang) for a in page.items]
         self.total = page.total
         self.loaded = True
         return None

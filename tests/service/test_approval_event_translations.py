@@ -5,13 +5,10 @@ left but the names, numbers and a decider's own note."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
-
 from sqlmodel import select
 
 from crater_app.db.models import Approval, Job, JobEvent, Notification
 from crater_app.db.schemas import NotificationPublic
-from crater_app.db.types import utcnow
 from crater_app.services import approvals
 from crater_app.state import messages
 from crater_app.state.approvals import NOTIFY_KEYS, notification_text
@@ -96,7 +93,7 @@ def test_approval_events_and_notifications_render_in_chinese(gov):  # noqa: F811
         assert notification_text("en", public).strip(), n.message
 
 
-def test_notification_targets_and_close_reasons(gov):  # noqa: F811
+def test_notification_targets_and_close_reasons():
     assert messages.target_text(ZH, "job train (#12)") == "作业 train（#12）"
     assert messages.target_text(ZH, "job #12") == "作业 #12"
     assert messages.target_text(ZH, "project lab") == "项目 lab"
@@ -105,4 +102,3 @@ def test_notification_targets_and_close_reasons(gov):  # noqa: F811
     assert messages.message_text(ZH, "project 'lab' has expired") == "项目“lab”已过期"
     assert messages.message_text(ZH, "its project no longer exists") == "其项目已不存在"
     assert messages.message_text(ZH, "job #9 no longer exists") == "作业 #9 已不存在"
-    _ = utcnow() - timedelta(seconds=1)

@@ -140,3 +140,14 @@ def test_every_new_key_exists_in_both_languages():
     for lang in i18n.LANGUAGES:
         table = i18n.messages(lang)
         assert [k for k in messages.MESSAGE_KEYS if k not in table] == []
+
+
+def test_decision_notes_the_service_writes_are_translated():
+    from crater_app.state.approvals import decision_note_text
+
+    auto = "approved automatically: an extension under 12 h, at most once per 48 h per user"
+    assert decision_note_text(ZH, auto) == "已自动批准：延长不足 12 小时，每位用户每 48 小时至多一次"
+    assert decision_note_text(ZH, "closed: job train (#3) is Succeeded") == "已关闭：作业 train（#3）的状态为“已成功”"
+    assert decision_note_text(ZH, "the cluster is busy this week") == "the cluster is busy this week"
+    assert decision_note_text("en", auto) == auto
+    assert decision_note_text("en", "closed: its project no longer exists") == "closed: its project no longer exists"
