@@ -107,8 +107,10 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("POST", f"{P}/users"): (lambda m, who: (f"{P}/users", {"username": m.fresh_name("new"), "password": USER_PASSWORD}),
                              (401, 403, 403, 403, 403, 403, OK)),
     ("GET", f"{P}/users"): (fixed(f"{P}/users"), (401, 403, 403, 403, 403, 403, OK)),
+    # A project the caller cannot see is a 404 (submission hides projects, as GET /projects/{name} does); a
+    # viewer sees it and may not submit: 403.
     ("POST", f"{P}/jobs"): (fixed(f"{P}/jobs", {"name": "m", "project": "proj", "command": ["true"]}),
-                            (401, 403, 403, 403, OK, OK, OK)),
+                            (401, 404, 403, 404, OK, OK, OK)),
     ("GET", f"{P}/jobs"): (fixed(f"{P}/jobs"), (401, OK, OK, OK, OK, OK, OK)),
     ("GET", f"{P}/jobs/{{job_id}}"): (lambda m, who: (f"{P}/jobs/{m.job_id}", None),
                                       (401, 404, OK, 404, OK, OK, OK)),
