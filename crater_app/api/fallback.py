@@ -18,7 +18,7 @@ Errors are raised as exceptions, so the API's exception handlers write the usual
 from __future__ import annotations
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import BaseRoute, Match, Mount
+from starlette.routing import BaseRoute, Match, Mount, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
 from crater_app.domain.errors import NotFound
@@ -43,9 +43,8 @@ class ApiFallback(BaseRoute):
                 return Match.FULL, {}
         return Match.NONE, {}
 
-    def url_path_for(self, name: str, /, **path_params: object):  # noqa: D102 - never named
-        from starlette.routing import NoMatchFound
-
+    def url_path_for(self, name: str, /, **path_params: object):
+        """This route has no name: always :class:`~starlette.routing.NoMatchFound`."""
         raise NoMatchFound(name, path_params)
 
     def _api_routes(self) -> list[BaseRoute]:
