@@ -12,16 +12,13 @@ from anyio.lowlevel import RunVar
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPBearer
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import accounts, approvals, billing, docs, errors, governance, metrics
+from crater_app.api import accounts, approvals, billing, docs, errors, fallback, governance, metrics
 from crater_app.api.body import decode_body, decode_object
 from crater_app.api.language import preferred_language
 from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
-from crater_app.domain.errors import NotFound
 from crater_app.domain.policy import Actor
 from crater_app.services import admission, jobs, nodes, users
 from crater_app.services import metrics as platform_metrics
@@ -200,14 +197,8 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
     # Single sign-on, self sign-up, one account's administration.
     accounts.install(app, API_PREFIX, Ctx, Me, _read)
 
-    @app.api_route(f"{API_PREFIX}/{{path:path}}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                   include_in_schema=False)
-    async def no_such_route(request: Request, path: str) -> Response:
-        """JSON 404 for unknown API paths (otherwise the console's HTML 404 page would answer); a known path
-        asked with another method keeps its 405."""
-        for route in app.routes:
-            if route is not request.scope.get("route") and route.matches(request.scope)[0] == Match.PARTIAL:
-                raise StarletteHTTPException(405, f"{request.method} is not allowed on {request.url.path}")
-        raise NotFound(f"no route {request.method} {request.url.path}; see {API_PREFIX}/openapi.json", "path")
+    # Last: JSON 404/405 for every other path and method under /api/v1 (and HEAD as GET without a body); the
+    # console that Reflex mounts after these routes never answers an API path.
+    app.router.routes.append(fallback.ApiFallback(API_PREFIX, app.router.routes))
 
     return app

@@ -33,4 +33,5 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "error")
-        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+        # Headers the exception carries stay (the ``Allow`` of a 405).
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers)

@@ -117,7 +117,7 @@ def _number(value: object, field: str, low: float, high: float) -> float:
         raise InvalidInput(f"{field} must be a number between {low:g} and {high:g}", field)
     if not low <= value <= high:
         raise InvalidInput(f"{field} must be between {low:g} and {high:g} (got {value:g})", field)
-    return float(value)
+    return float(value) + 0.0  # -0.0 + 0.0 is 0.0: a negative zero is stored and shown as 0
 
 
 def validate_prices(raw: object) -> list[Price]:
@@ -190,5 +190,6 @@ def validate_grant(points: object, note: object) -> tuple[float, str]:
 
 
 def validate_allowance(points: object) -> float:
-    """A project's ``member_allowance_points``: 0..1,000,000,000. Raises :class:`InvalidInput` naming it."""
+    """A project's ``member_allowance_points``: 0..1,000,000,000 (``-0.0`` is taken as ``0.0``). Raises
+    :class:`InvalidInput` naming it."""
     return _number(points, "member_allowance_points", 0.0, MAX_ALLOWANCE_POINTS)

@@ -662,6 +662,25 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
         nudge(ctx)  # held jobs may start, or a preemption is due: the loop carries it out
 
 
+#: the message of an ``Admitted`` event (the console translates it: ``msg.admitted``)
+ADMITTED_MESSAGE = "admitted: it fits the project's quota now"
+
+
+def preempted_message(beneficiary_id: int, beneficiary: str, project: str, sentence: str) -> str:
+    """The message of a victim's ``Preempted`` event (and its operation-log details): the job it makes room for
+    (id, name, project) and the preemption's ``sentence`` (``domain.admission.Preemption.sentence``). The console
+    translates the shape (``state.messages``, ``msg.preempted_for``)."""
+    return (f"preempted for job #{beneficiary_id} '{beneficiary}' of project '{project}', which is below its "
+            f"deserved share: {sentence}")
+
+
+def reclaiming_message(project: str, victim_id: int, victim: str, victim_project: str) -> str:
+    """The message of a beneficiary's ``Reclaiming`` event: the job stopped for it (id, name, project). The console
+    translates the shape (``state.messages``, ``msg.reclaiming``)."""
+    return (f"reclaiming resources for project '{project}': stopping job #{victim_id} '{victim}' of project "
+            f"'{victim_project}' (preemptible, its project is above its deserved share)")
+
+
 def approval_hold(devices: int, threshold: int, args: dict | None = None) -> Hold:
     """The hold of a job above the approval threshold (``reason_code`` ``approval``; ``args`` from the plan's hold,
     e.g. ``project``/``position``/``held``, plus ``requested`` and ``threshold``)."""
@@ -821,7 +840,7 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
         if admitted:
             s.execute(_EVENTS.insert(), [
                 {"job_id": j.id, "at": now, "phase": JobPhase.QUEUED.value, "reason": "Admitted",
-                 "message": "admitted: it fits the project's quota now"} for j in admitted])
+                 "message": ADMITTED_MESSAGE} for j in admitted])
         # Hold sentences, only where they changed - other than in the queue's length alone, which grows with every
         # submission (rewriting every held row for it would cost a write per held job per pass).
         changes = []
@@ -855,8 +874,7 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
             victims_done.add(p.victim)
             victim_project = snap.quotas[row.project_id].name if row.project_id in snap.quotas else str(row.project_id)
             ben_project = snap.quotas[beneficiary.project_id].name
-            reason = (f"preempted for job #{beneficiary.id} '{beneficiary.name}' of project '{ben_project}', which is "
-                      f"below its deserved share: {p.sentence}")
+            reason = preempted_message(beneficiary.id, beneficiary.name, ben_project, p.sentence)
             s.execute(_JOBS.update().where(c.id == row.id).values(
                 reason_code=PREEMPTED, reason_args={**_plain(p.args), "beneficiary_id": beneficiary.id,
                                                     "beneficiary": beneficiary.name,
@@ -864,8 +882,7 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
             s.execute(_EVENTS.insert(), [
                 {"job_id": row.id, "at": now, "phase": row.phase, "reason": "Preempted", "message": reason},
                 {"job_id": beneficiary.id, "at": now, "phase": JobPhase.QUEUED.value, "reason": "Reclaiming",
-                 "message": (f"reclaiming resources for project '{ben_project}': stopping job #{row.id} '{row.name}' "
-                             f"of project '{victim_project}' (preemptible, its project is above its deserved share)")},
+                 "message": reclaiming_message(ben_project, row.id, row.name, victim_project)},
             ])
             s.execute(_OPLOG.insert(), oplog.row(None, "job:preempt", f"{victim_project}/{row.name}#{row.id}",
                                                   details=reason[:1900]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import uuid
 from datetime import datetime
 from functools import lru_cache
@@ -271,7 +273,8 @@ def list_jobs(
     """Jobs the actor may read, newest first, filtered by ``phase`` and a name substring ``q``.
 
     Raises:
-        InvalidInput: unknown phase, ``page`` < 1, ``page_size`` outside 1..200, ``q`` over 63 chars.
+        InvalidInput: unknown phase, ``page`` < 1, ``page_size`` outside 1..200, ``q`` over 63 chars or not
+        text (a NUL or other control character, a lone surrogate), each with its own message.
     """
     if phase is not None and phase not in _PHASES:
         raise InvalidInput(f"phase must be one of {', '.join(_PHASES)}", "phase")
@@ -279,8 +282,11 @@ def list_jobs(
         raise InvalidInput("page must be between 1 and 1000000", "page")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
-    if q is not None and (len(q) > 63 or not is_text(q)):
-        raise InvalidInput("q is limited to 63 characters of text (job names are DNS-1123 labels)", "q")
+    if q is not None and len(q) > 63:
+        raise InvalidInput(f"q is limited to 63 characters (got {len(q)}; job names are DNS-1123 labels)", "q")
+    if q is not None and (not is_text(q) or any(unicodedata.category(ch) == "Cc" for ch in q)):
+        raise InvalidInput("q must be text without NUL or other control characters (job names are DNS-1123 "
+                           "labels)", "q")
     params: dict = {"offset": (page - 1) * page_size, "limit": page_size}
     visibility = "all"
     if not actor.is_admin:

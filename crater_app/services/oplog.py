@@ -32,6 +32,22 @@ def record(session: Session, actor: Actor | None, action: str, target: str, resu
     session.execute(OperationLog.__table__.insert(), row(actor, action, target, result, details))
 
 
+def value(v: object) -> str:
+    """A value as operation-log ``details`` write it (never a Python repr): ``None`` and an empty dict/list ->
+    ``none``; a bool -> ``true``/``false``; a dict -> ``key=value`` pairs sorted by key and joined by ``,`` (a
+    nested value written the same way); a list/tuple -> its items joined by ``,``; anything else -> ``str()``.
+    E.g. ``{"nvidia.com/gpu": "2", "cpu": "4"}`` -> ``cpu=4,nvidia.com/gpu=2``; ``None`` -> ``none``."""
+    if v is None or (isinstance(v, (dict, list, tuple)) and not v):
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return ",".join(f"{k}={value(v[k])}" for k in sorted(v, key=str))
+    if isinstance(v, (list, tuple)):
+        return ",".join(value(item) for item in v)
+    return str(v)
+
+
 def row(actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "") -> dict:
     """The ``operation_logs`` row :func:`record` writes (for callers inserting several at once)."""
     return {

@@ -207,9 +207,9 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
             s.add(user)
         details = []
         if before != role:
-            details.append(f"role={before or '-'}->{role}")
+            details.append(f"role={oplog.value(before or None)}->{role}")
         if new_share is not None and new_share != share_before:
-            details.append(f"share={share_before or '{}'}->{new_share or '{}'}")
+            details.append(f"share={oplog.value(share_before)}->{oplog.value(new_share)}")
         if details:
             oplog.record(s, actor, "project:member:set", f"{project.name}/{user.username}", details="; ".join(details))
         result = ProjectMemberPublic(username=user.username, display_name=user.display_name, role=role,  # type: ignore[arg-type]

@@ -123,7 +123,8 @@ def _insert_user(ctx, actor, username, password, role, display_name, email, proj
             s.flush()
         except IntegrityError:
             raise Conflict(f"user '{username}' already exists", "username") from None
-        s.add(ProjectMember(project_id=project_id, user_id=user.id, role="admin" if role == "admin" else "member"))
+        if status == "active":  # a pending account joins at activation (update_user), so member lists stay true
+            s.add(ProjectMember(project_id=project_id, user_id=user.id, role="admin" if role == "admin" else "member"))
         oplog.record(s, actor, action, username, details=f"role={role} status={status}")
         return _public(user, DEFAULT_PROJECT)
 
@@ -342,8 +343,12 @@ def forget_user(user_id: int) -> None:
 
 def signup(ctx: ServiceContext, username: object, password: object, email: object = "",
            display_name: object = "") -> UserPublic:
-    """Create a local account for oneself when ``settings.signup_enabled``; it is ``pending`` (role ``user``, a
-    member of the ``default`` project) and cannot sign in until an admin sets its status to ``active``.
+    """Create a local account for oneself when ``settings.signup_enabled``; it is ``pending`` (role ``user``) and
+    cannot sign in until an admin sets its status to ``active``.
+
+    The account's ``default_project`` is ``default``, but it is not a *member* of it while pending: member lists
+    show only people who can work. :func:`update_user` adds the membership (role ``member``) when an admin first
+    activates the account (pending -> active); an account an admin rejects (pending -> disabled) never joins.
 
     Raises:
         Forbidden: self sign-up is off. InvalidInput: as :func:`create_user` (username, password 8..1,024 chars,
@@ -400,7 +405,9 @@ def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict)
     active platform admin cannot be demoted or disabled (the admins' rows are locked while counting, so two
     admins demoting each other at once cannot both succeed). Disabling revokes every session and personal
     token of the account and drops it from this process's identity cache (other processes: within 5 s).
-    One operation-log row ``user:update`` lists the changes.
+    Activating a self-signed-up account (``pending`` -> ``active``) makes it a ``member`` of its default project
+    (see :func:`signup`) unless it already is one. One operation-log row ``user:update`` lists the changes
+    (``field: before -> after``, a cleared limit written ``none``).
 
     Raises:
         Forbidden: not a platform admin, or one's own role/status (field named). NotFound: no such user.
@@ -455,7 +462,11 @@ def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict)
             revoked = s.exec(update(ApiToken).where(  # type: ignore[call-overload]
                 ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None)  # type: ignore[union-attr]
             ).values(revoked_at=utcnow())).rowcount
-        details = ", ".join(f"{k}: {before[k]} -> {v}" for k, v in changed.items()) or "no change"
+        details = ", ".join(f"{k}: {oplog.value(before[k])} -> {oplog.value(v)}" for k, v in changed.items()) or "no change"
+        if before.get("status") == "pending" and values.get("status") == "active" and user.default_project_id:
+            if s.get(ProjectMember, (user.default_project_id, user.id)) is None:
+                s.add(ProjectMember(project_id=user.default_project_id, user_id=user.id, role="member"))
+                details += "; joined its default project as member"
         if revoked:
             details += f"; {revoked} token(s) revoked"
         oplog.record(s, actor, "user:update", user.username, details=details)

@@ -14,7 +14,7 @@ from crater_app import i18n
 from crater_app.db.schemas import ApprovalPublic, NotificationPublic
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import approvals, notifications, projects
-from crater_app.state import views
+from crater_app.state import messages, views
 from crater_app.state.base import POLL_MAX_S, AppState, call_as, client_connected
 from crater_app.state.forms import FormError
 
@@ -96,8 +96,16 @@ def _value_text(a: ApprovalPublic) -> str:
     return ""
 
 
-def approval_row(a: ApprovalPublic) -> dict[str, str]:
-    """A requests-table row (all strings; ``can_decide`` is ``"1"`` or ``""``)."""
+def decision_note_text(lang: object, note: str) -> str:
+    """A request's ``decision_note`` in ``lang``: the notes the service writes itself (the auto-approval rule's,
+    ``closed: <why>``) translated through ``state.messages``; a decider's own note as written."""
+    if note.startswith("closed: "):
+        return i18n.translate(lang, "approvals.note.closed", why=messages.message_text(lang, note.removeprefix("closed: ")))
+    return messages.message_text(lang, note)
+
+
+def approval_row(a: ApprovalPublic, lang: object = i18n.DEFAULT_LANGUAGE) -> dict[str, str]:
+    """A requests-table row (all strings; ``can_decide`` is ``"1"`` or ``""``), the decision note in ``lang``."""
     if a.kind == "quota":
         target = a.project or ""
     else:
@@ -105,14 +113,17 @@ def approval_row(a: ApprovalPublic) -> dict[str, str]:
     return {
         "id": str(a.id), "kind": a.kind, "status": a.status, "requester": a.requester, "project": a.project or "",
         "target": target.strip(), "job_id": str(a.job_id or ""), "value": _value_text(a), "reason": a.reason,
-        "auto": "1" if a.auto else "", "decided_by": a.decided_by or "", "note": a.decision_note,
+        "auto": "1" if a.auto else "", "decided_by": a.decided_by or "", "note": decision_note_text(lang, a.decision_note or ""),
         "created": views.fmt_time(a.created_at), "decided": views.fmt_time(a.decided_at),
         "can_decide": "1" if a.can_decide else "",
     }
 
 
 def notification_text(lang: str, n: NotificationPublic) -> str:
-    """The notification in ``lang``: its translated template filled from ``args``, or the English message."""
+    """The notification in ``lang``: its translated template filled from ``args``, or the English message.
+
+    The target (``job train (#12)``, ``project lab``) and the notes the service writes itself (the auto-approval
+    rule's, why a request was closed) are translated too (``state.messages``); a decider's own note is kept."""
     key = NOTIFY_KEYS.get(n.kind)
     if key is None:
         return n.message
@@ -120,6 +131,8 @@ def notification_text(lang: str, n: NotificationPublic) -> str:
     kind_key = KIND_KEYS.get(str(args.get("kind", "")))
     args["kind"] = i18n.translate(lang, kind_key) if kind_key else args.get("kind", "")
     note = str(args.get("note") or "")
+    note = messages.message_text(lang, note.removeprefix("closed: ") if n.kind == "approval.closed" else note)
+    args["target"] = messages.target_text(lang, str(args.get("target") or ""))
     by = str(args.get("by") or "")
     if n.kind != "approval.requested":  # "approved by pat": the decider, when there is one
         args["by"] = i18n.translate(lang, "notify.by", by=by) if by else ""
@@ -128,7 +141,7 @@ def notification_text(lang: str, n: NotificationPublic) -> str:
     except (KeyError, IndexError, ValueError):
         return n.message
     if n.kind == "approval.closed":
-        return f"{text} {note.removeprefix('closed: ')}".strip()
+        return f"{text} {note}".strip()
     return f"{text} {i18n.translate(lang, 'notify.note', note=note)}" if note else text
 
 class ApprovalsState(AppState):
@@ -176,7 +189,7 @@ class ApprovalsState(AppState):
             mine=self.mine_only, page=self.page, page_size=self.page_size)
         if page is None:
             return stop
-        self.rows = [approval_row(a) for a in page.items]
+        self.rows = [approval_row(a, self.lang) for a in page.items]
         self.total = page.total
         self.loaded = True
         return None

@@ -36,7 +36,7 @@ def chart_series(report: UsagePublic, others: str) -> tuple[list[str], list[dict
     """``(periods, series)`` of the stacked chart: every period of the report (oldest first) and per key
     ``{"name", "y"}`` with its accelerator-hours per period; the :data:`MAX_SERIES` keys with the most hours, the
     rest summed under ``others``. Keys without accelerator-hours are left out."""
-    periods = sorted({r.period for r in report.rows})
+    periods = sorted({r.period for r in report.rows} | set(window_periods(report)))
     index = {p: i for i, p in enumerate(periods)}
     ranked = [k.key for k in sorted(report.keys, key=lambda k: -k.accelerator_hours) if k.accelerator_hours > 0]
     shown = set(ranked[:MAX_SERIES])
@@ -50,6 +50,46 @@ def chart_series(report: UsagePublic, others: str) -> tuple[list[str], list[dict
         if name in values:
             values[name][index[r.period]] += r.accelerator_hours
     return periods, [{"name": name, "y": [round(v, 3) for v in ys]} for name, ys in values.items()]
+
+
+def window_periods(report: UsagePublic, limit: int = 400) -> list[str]:
+    """Every period label of the report's window ``[start, end)`` in UTC, oldest first: ``YYYY-MM-DD`` per day
+    (``granularity`` ``day``) or ``YYYY-MM`` per month, at most ``limit`` of them - so that days without usage
+    still have their (empty) place on the chart."""
+    start, end = report.start, report.end
+    out: list[str] = []
+    if report.granularity == "month":
+        y, m = start.year, start.month
+        while (y, m) < (end.year, end.month) or (
+                (y, m) == (end.year, end.month) and end > end.replace(day=1, hour=0, minute=0, second=0, microsecond=0)):
+            out.append(f"{y:04d}-{m:02d}")
+            y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+            if len(out) >= limit:
+                break
+        return out
+    day = start.date()
+    last = end.date() if end.time() != end.time().min else end.date() - timedelta(days=1)
+    while day <= last and len(out) < limit:
+        out.append(day.isoformat())
+        day += timedelta(days=1)
+    return out
+
+
+def usage_figure(periods: list[str], series: list[dict], y_title: str) -> go.Figure:
+    """The stacked bar chart of :func:`chart_series`'s ``(periods, series)``, ``y_title`` on the y axis.
+
+    The x axis is a *category* axis of the period labels themselves (``YYYY-MM-DD`` or ``YYYY-MM``, UTC), in
+    order: plotly would otherwise read them as dates and label ticks with a time of day and an English month
+    name ("00:00 / Nov 30, 2026"), whatever the console's language."""
+    fig = go.Figure([go.Bar(name=s["name"], x=list(periods), y=s["y"]) for s in series])
+    fig.update_layout(
+        barmode="stack", height=360, margin={"l": 48, "r": 16, "t": 16, "b": 40},
+        yaxis_title=y_title, legend={"orientation": "h", "y": -0.18},
+        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+        xaxis={"type": "category", "categoryorder": "array", "categoryarray": list(periods), "tickangle": -45
+               if len(periods) > 14 else 0, "automargin": True},
+    )
+    return fig
 
 
 def total_rows(report: UsagePublic) -> list[dict[str, str]]:
@@ -116,13 +156,7 @@ class UsageState(AppState):
     @rx.var
     def figure(self) -> go.Figure:
         """Accelerator-hours per period, stacked by key."""
-        fig = go.Figure([go.Bar(name=s["name"], x=self.periods, y=s["y"]) for s in self.series])
-        fig.update_layout(
-            barmode="stack", height=360, margin={"l": 48, "r": 16, "t": 16, "b": 40},
-            yaxis_title=self.msg("usage.chart.y"), legend={"orientation": "h", "y": -0.18},
-            paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
-        )
-        return fig
+        return usage_figure(self.periods, self.series, self.msg("usage.chart.y"))
 
     @rx.event
     async def load(self):

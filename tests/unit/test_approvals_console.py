@@ -66,7 +66,7 @@ def test_notification_text_in_both_languages():
     assert console.notification_text("en", n) == (
         "Your request #3 (Reclaim lock) for job train (#9) was rejected by pat. Note: not now")
     assert console.notification_text("zh-CN", n) == (
-        "你的申请 #3（免回收锁定，job train (#9)）已被拒绝，审批人 pat。 备注：not now")
+        "你的申请 #3（免回收锁定，作业 train（#9））已被拒绝，审批人 pat。 备注：not now")
     auto = NotificationPublic(id=2, at=AT, kind="approval.approved", read=True, message="m",
                               args={"id": 4, "kind": "extend_runtime", "target": "job a (#1)", "by": "", "note": ""})
     assert console.notification_text("en", auto) == "Your request #4 (Longer run time) for job a (#1) was approved."
@@ -74,7 +74,7 @@ def test_notification_text_in_both_languages():
                                args={"id": 5, "kind": "quota", "target": "project proj", "by": "alice", "note": ""})
     assert console.notification_text("en", asked) == (
         "alice asks for approval: More project quota, project proj (request #5).")
-    assert console.notification_text("zh-CN", asked) == "alice 申请增加项目配额（project proj，申请 #5）。"
+    assert console.notification_text("zh-CN", asked) == "alice 申请增加项目配额（项目 proj，申请 #5）。"
     other = NotificationPublic(id=3, at=AT, kind="job.preempted", read=False, message="as written", args={})
     assert console.notification_text("zh-CN", other) == "as written"
 
