@@ -276,7 +276,10 @@ class NewJobState(AppState):
         me, stop_me = await self.guarded(users.me)
         if mine is None or me is None:
             return stop or stop_me
-        self.project_options = [p.name for p in mine if not p.expired and (self.is_admin or p.role in ("admin", "member"))]
+        # Where submitting is allowed (domain.policy.can_submit: platform admins anywhere, others but guests where
+        # they are project admin or member); expired projects take no new jobs. The service checks again.
+        self.project_options = [p.name for p in mine if not p.expired and (
+            self.is_admin or self.role != "guest" and p.role in ("admin", "member"))]
         self._default_project = me.default_project or ""
         self._reset_form()
         self.loaded = True
