@@ -140,6 +140,7 @@ class ProjectDetailState(AppState):
             return self.signed_out()
         except NotFound:
             self.project, self.members, self.members_visible, self.can_manage = {}, [], False, False
+            self.quota, self.can_set_quota = [], False
             self.not_found, self.loaded = True, True
             return None
         except CraterError as exc:
