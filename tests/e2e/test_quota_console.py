@@ -23,6 +23,11 @@ PROJECT = "quota-lab"
 GPU = "nvidia.com/gpu"
 
 
+def _cell(column: str) -> str:
+    """The input of a dialog cell (the class is on Radix's text-field root or on the input itself)."""
+    return f"input.cell-{column}, .cell-{column} input"
+
+
 def _make_project(console: Console) -> None:
     """``quota-lab`` with alice as a member (created through the API: the projects page has its own test)."""
     status, token = _api(console, "POST", "/api/v1/auth/token", {"username": "admin", "password": ADMIN_PASSWORD})
@@ -64,23 +69,24 @@ def test_quota_holds_the_second_job_until_the_first_ends(page: Page, console: Co
     dialog = page.locator("#quota-dialog")
     rows = dialog.locator(".quota-edit-row")
     expect(rows).to_have_count(1)
-    expect(rows.nth(0).locator(".cell-resource")).to_have_value(GPU)
-    rows.nth(0).locator(".cell-guarantee").fill("2")
-    rows.nth(0).locator(".cell-capability").fill("1")
+    expect(rows.nth(0).locator(_cell("resource"))).to_have_value(GPU)
+    rows.nth(0).locator(_cell("guarantee")).fill("2")
+    rows.nth(0).locator(_cell("capability")).fill("1")
     page.click("#add-quota-row")
     expect(rows).to_have_count(2)
-    rows.nth(1).locator(".cell-resource").fill("cpu")
-    rows.nth(1).locator(".cell-capability").fill("lots")
-    page.click("#save-quota")
-    expect(rows.nth(0).locator(".cell-error[data-column='guarantee']")).to_contain_text("must not exceed")
-    expect(rows.nth(0).locator(".cell-guarantee")).to_have_value("2")
-    expect(rows.nth(1).locator(".cell-capability")).to_have_value("lots")
-    rows.nth(0).locator(".cell-guarantee").fill("")
-    page.click("#save-quota")
-    expect(rows.nth(1).locator(".cell-error[data-column='capability']")).to_be_visible()
-    expect(rows.nth(0).locator(".cell-error")).to_have_count(0)
+    rows.nth(1).locator(_cell("resource")).fill("cpu")
+    rows.nth(1).locator(_cell("capability")).fill("lots")
+    page.click("#save-quota")  # quantities are checked first: "lots" is refused under its cell
+    expect(rows.nth(1).locator(".cell-error[data-column='capability']")).to_contain_text("not a Kubernetes quantity")
+    expect(rows.nth(1).locator(_cell("capability"))).to_have_value("lots")
+    expect(rows.nth(0).locator(_cell("guarantee"))).to_have_value("2")
     rows.nth(1).locator(".remove-quota-row").click()
     expect(rows).to_have_count(1)
+    page.click("#save-quota")  # then guarantee <= capability
+    expect(rows.nth(0).locator(".cell-error[data-column='guarantee']")).to_contain_text("must not exceed")
+    expect(rows.nth(0).locator(_cell("capability"))).to_have_value("1")
+    expect(page.locator("#quota-empty")).to_be_visible()  # nothing saved
+    rows.nth(0).locator(_cell("guarantee")).fill("")
     page.click("#save-quota")
     expect(dialog).to_have_count(0)
     gpu_row = page.locator(f".quota-row[data-key='{GPU}']")
@@ -93,10 +99,10 @@ def test_quota_holds_the_second_job_until_the_first_ends(page: Page, console: Co
     expect(alice.locator(".share-text")).to_have_text("No limit")
     alice.locator(".edit-share").click()
     share_rows = page.locator("#share-dialog .share-edit-row")
-    share_rows.nth(0).locator(".cell-amount").fill("2")
+    share_rows.nth(0).locator(_cell("amount")).fill("2")
     page.click("#save-share")  # above the project's capability of 1
     expect(share_rows.nth(0).locator(".cell-error[data-column='amount']")).to_contain_text("capability")
-    share_rows.nth(0).locator(".cell-amount").fill("1")
+    share_rows.nth(0).locator(_cell("amount")).fill("1")
     page.click("#save-share")
     expect(page.locator("#share-dialog")).to_have_count(0)
     expect(alice.locator(".share-text")).to_have_text(f"1 × {GPU}")
