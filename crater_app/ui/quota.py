@@ -35,9 +35,15 @@ def _usage_cell(row: rx.Var) -> rx.Component:
         rx.cond(
             row["level"] != "none",
             rx.hstack(
-                rx.progress(value=row["percent"].to(int), max=100, size="1", width="100%", min_width="60px",
-                            color_scheme=rx.match(row["level"], *LEVEL_COLORS, "gray"),
-                            aria_label=t("quota.col.used")),
+                rx.box(  # a bar drawn from the percentage text (rx.progress wants a number, rows hold strings)
+                    rx.box(height="100%", width=row["percent"] + "%", border_radius="inherit",
+                           background_color=rx.match(row["level"], *[(lv, rx.color(c, 9)) for lv, c in LEVEL_COLORS],
+                                                     rx.color("gray", 9))),
+                    height="6px", width="100%", min_width="60px", border_radius="var(--radius-full)",
+                    background_color=rx.color("gray", 4), overflow="hidden", role="progressbar",
+                    custom_attrs={"aria-valuenow": row["percent"], "aria-valuemin": "0", "aria-valuemax": "100"},
+                    aria_label=t("quota.col.used"), class_name="quota-bar",
+                ),
                 rx.text(row["percent"], "%", size="1", color_scheme="gray", white_space="nowrap"),
                 align="center", spacing="2", width="100%",
             ),

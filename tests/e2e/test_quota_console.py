@@ -9,7 +9,9 @@ Runs against ``reflex run --env prod`` with the Redis state manager (see ``conft
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -20,6 +22,8 @@ from tests.e2e.test_governance_console import ALICE_PASSWORD, _api, _choose, _en
 pytestmark = pytest.mark.e2e
 
 PROJECT = "quota-lab"
+SCREENSHOTS = os.environ.get("CRATER_SCREENSHOTS") == "1"
+ROOT = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
 
 
@@ -86,6 +90,8 @@ def test_quota_holds_the_second_job_until_the_first_ends(page: Page, console: Co
     expect(rows.nth(0).locator(".cell-error[data-column='guarantee']")).to_contain_text("must not exceed")
     expect(rows.nth(0).locator(_cell("capability"))).to_have_value("1")
     expect(page.locator("#quota-empty")).to_be_visible()  # nothing saved
+    if SCREENSHOTS:
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-quota-edit.png"))
     rows.nth(0).locator(_cell("guarantee")).fill("")
     page.click("#save-quota")
     expect(dialog).to_have_count(0)
@@ -127,10 +133,13 @@ def test_quota_holds_the_second_job_until_the_first_ends(page: Page, console: Co
     gpu_row = page.locator(f".quota-row[data-key='{GPU}']")
     expect(gpu_row).to_have_attribute("data-level", "full")
     expect(gpu_row.locator(".quota-used")).to_have_text("1")
+    expect(gpu_row.locator(".quota-bar")).to_have_attribute("aria-valuenow", "100")
     expect(page.locator("#quota-admitted")).to_have_text("1")
     expect(page.locator("#quota-held")).to_have_text("1")
     expect(page.locator("#edit-quota")).to_have_count(0)
     expect(page.locator("#members-hidden")).to_be_visible()
+    if SCREENSHOTS:
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-quota.png"), full_page=True)
 
     # --- 简体中文 on the card ---------------------------------------------------------------------------------------
     page.click("#lang-switch")
