@@ -53,7 +53,8 @@ def test_percent(used, limit, pct):
 
 
 @pytest.mark.parametrize(("key", "amount", "text"), [
-    ("cpu", 4000, "4"), ("cpu", 500, "500m"), ("memory", 64 * 1024 ** 3, "64Gi"), ("memory", 1536 * 1024 ** 2, "1536Mi"),
+    ("cpu", 4000, "4"), ("cpu", 500, "500m"), ("memory", 64 * 1024 ** 3, "64Gi"),
+    ("memory", 1536 * 1024 ** 2, "1536Mi"),
     ("memory", 1000, "1000"), ("memory", 0, "0"), ("memory", 2 * 1024 ** 4, "2Ti"), (GPU, 3, "3"), (A100, 0, "0"),
 ])
 def test_quantity_text_reads_back_to_the_same_amount(key, amount, text):
