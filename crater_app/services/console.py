@@ -13,7 +13,7 @@ from sqlmodel import select
 
 from crater_app.db.models import Project
 from crater_app.db.schemas import JobEventPublic, JobPublic, OperationLogPage, ProjectPublic
-from crater_app.domain.policy import Actor, can_manage_members
+from crater_app.domain.policy import Actor, can_manage_members, can_set_quota
 from crater_app.services import jobs, oplog, projects
 from crater_app.services.context import ServiceContext
 
@@ -44,12 +44,14 @@ def job_view(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 6
 
 class ProjectView(BaseModel):
     """A project as :func:`crater_app.services.projects.get_project` returns it, plus ``can_manage``: whether the
-    caller may add members, change their roles and remove them (``domain.policy.can_manage_members``)."""
+    caller may add members, change their roles and shares and remove them (``domain.policy.can_manage_members``,
+    ``can_set_share``), and ``can_set_quota``: whether the caller may edit the quota (``policy.can_set_quota``)."""
 
     model_config = ConfigDict(frozen=True)
 
     project: ProjectPublic
     can_manage: bool
+    can_set_quota: bool = False
 
 
 def project_view(ctx: ServiceContext, actor: Actor, name: object) -> ProjectView:
@@ -62,7 +64,8 @@ def project_view(ctx: ServiceContext, actor: Actor, name: object) -> ProjectView
     project = projects.get_project(ctx, actor, name)
     with ctx.session(read_only=True) as s:
         project_id = s.exec(select(Project.id).where(Project.name == project.name)).one()
-    return ProjectView(project=project, can_manage=can_manage_members(actor, project_id))
+    return ProjectView(project=project, can_manage=can_manage_members(actor, project_id),
+                       can_set_quota=can_set_quota(actor))
 
 
 class OperationLogView(BaseModel):

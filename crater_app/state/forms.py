@@ -10,6 +10,9 @@ from __future__ import annotations
 import shlex
 
 COMMAND_MODES = ("lines", "shell")
+#: the new-job form's "Kind" choices (``JobSpec.kind``: a batch job, or an interactive session that counts towards
+#: the user's ``max_sessions``)
+JOB_KINDS = ("batch", "interactive")
 
 
 class FormError(Exception):
@@ -58,10 +61,21 @@ def parse_env(text: str) -> dict[str, str]:
 
 def build_spec(
     *, name: str, command: str, command_mode: str, env: str, cpu: str, memory: str, gpus: str,
-    model: str, resource: str, max_runtime: str, priority: str,
+    model: str, resource: str, max_runtime: str, priority: str, kind: str = "batch", preemptible: bool = False,
+    project: str = "",
 ) -> dict:
-    """The raw job spec (the dict ``services.jobs.submit_job`` validates) from the form's text fields."""
+    """The raw job spec (the dict ``services.jobs.submit_job`` validates) from the form's text fields.
+
+    ``kind`` (``batch``/``interactive``; only a non-default kind is written, the service checks it) and
+    ``preemptible`` (written when true); ``project`` ``""`` leaves it to the service (the user's default project).
+    """
     spec: dict = {"name": name.strip(), "command": parse_command(command, command_mode)}
+    if project.strip():
+        spec["project"] = project.strip()
+    if kind != "batch":
+        spec["kind"] = kind
+    if preemptible:
+        spec["preemptible"] = True
     env_map = parse_env(env)
     if env_map:
         spec["env"] = env_map

@@ -11,10 +11,10 @@ from urllib.parse import urlencode
 import reflex as rx
 
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
-from crater_app.services import console, jobs, nodes
+from crater_app.services import console, jobs, nodes, projects, users
 from crater_app.state import messages, views
 from crater_app.state.base import POLL_INTERVAL_S, POLL_MAX_S, AppState, call_as, client_connected
-from crater_app.state.forms import COMMAND_MODES, FormError, build_spec
+from crater_app.state.forms import COMMAND_MODES, JOB_KINDS, FormError, build_spec
 
 # A child of Reflex's logger, so that `reflex run --loglevel debug` shows the live-refresh lifecycle.
 log = logging.getLogger("reflex.crater.console")
@@ -231,6 +231,13 @@ class NewJobState(AppState):
     loaded: bool = False
     #: changes when the form goes back to its defaults, so that its text fields are cleared too
     form_key: int = 0
+    #: ``batch`` or ``interactive`` (a session), and whether the job may be preempted for other projects' fair share
+    kind: str = "batch"
+    preemptible: bool = False
+    #: the projects the caller may submit to (role admin/member; every project for platform admins) and the choice
+    project_options: list[str] = []
+    project: str = ""
+    _default_project: str = ""
 
     @rx.var
     def gpu_options(self) -> list[str]:
@@ -265,6 +272,15 @@ class NewJobState(AppState):
         if found is None:
             return stop
         self.accelerators = views.accelerator_choices(found)
+        mine, stop = await self.guarded(projects.list_projects)
+        me, stop_me = await self.guarded(users.me)
+        if mine is None or me is None:
+            return stop or stop_me
+        # Where submitting is allowed (domain.policy.can_submit: platform admins anywhere, others but guests where
+        # they are project admin or member); expired projects take no new jobs. The service checks again.
+        self.project_options = [p.name for p in mine if not p.expired and (
+            self.is_admin or self.role != "guest" and p.role in ("admin", "member"))]
+        self._default_project = me.default_project or ""
         self._reset_form()
         self.loaded = True
         return None
@@ -275,6 +291,9 @@ class NewJobState(AppState):
         self.model = models[0] if models else ""
         self.gpus = "1" if "1" in self.gpu_options else "0"
         self.command_mode = "lines"
+        self.kind, self.preemptible = "batch", False
+        options = self.project_options
+        self.project = self._default_project if self._default_project in options else (options[0] if options else "")
         self.form_key += 1
 
     @rx.event
@@ -297,6 +316,23 @@ class NewJobState(AppState):
             self.command_mode = mode
 
     @rx.event
+    def set_kind(self, kind: str) -> None:
+        """``batch`` or ``interactive``."""
+        if kind in JOB_KINDS:
+            self.kind = kind
+
+    @rx.event
+    def set_preemptible(self, value: bool) -> None:
+        """Whether the job may be stopped so that other projects get their deserved share."""
+        self.preemptible = bool(value)
+
+    @rx.event
+    def set_project(self, name: str) -> None:
+        """The project to submit to (one of :attr:`project_options`)."""
+        if name in self.project_options:
+            self.project = name
+
+    @rx.event
     async def submit(self, form: dict):
         """Build the spec from the form, submit it, and open the new job."""
         self.error = self.error_field = ""
@@ -306,7 +342,8 @@ class NewJobState(AppState):
                 name=str(form.get("name", "")), command=str(form.get("command", "")), command_mode=self.command_mode,
                 env=str(form.get("env", "")), cpu=str(form.get("cpu", "")), memory=str(form.get("memory", "")),
                 gpus=self.gpus, model=self.model, resource=resource, max_runtime=str(form.get("max_runtime", "")),
-                priority=str(form.get("priority", "")),
+                priority=str(form.get("priority", "")), kind=self.kind, preemptible=self.preemptible,
+                project=self.project,
             )
         except FormError as exc:
             self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import reflex as rx
 
+from crater_app.db.schemas import ProjectQuotaPublic
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
 from crater_app.domain.policy import PROJECT_ROLES
-from crater_app.services import console, projects
+from crater_app.services import console, projects, quotas
 from crater_app.state import governance_views as gv
+from crater_app.state import quota_views as qv
 from crater_app.state.base import AppState
 from crater_app.state.forms import FormError
 from crater_app.state.governance_forms import member_username, project_form
@@ -92,6 +94,22 @@ class ProjectDetailState(AppState):
     #: the user name waiting for the remove confirmation ("" when the dialog is closed)
     confirm_remove: str = ""
     busy: bool = False
+    #: the Quota card: rows of :func:`quota_views.quota_rows`, admitted/held job counts, whether the caller edits it
+    quota: list[dict[str, str]] = []
+    quota_admitted: str = "0"
+    quota_held: str = "0"
+    can_set_quota: bool = False
+    #: the "Edit quota" dialog: open, its rows (:func:`quota_views.blank_quota_row`), an error not tied to a row
+    quota_open: bool = False
+    quota_edit: list[dict[str, str]] = []
+    quota_error: str = ""
+    #: the "Share" dialog: the member edited ("" when closed), its rows, an error not tied to a row
+    share_user: str = ""
+    share_edit: list[dict[str, str]] = []
+    share_error: str = ""
+    saving: bool = False
+    _quota_raw: dict = {}
+    _shares: dict = {}
 
     def _name(self) -> str | None:
         return route_project_name(self.router.url.path)
@@ -99,8 +117,15 @@ class ProjectDetailState(AppState):
     def _apply(self, view: console.ProjectView) -> None:
         self.project = gv.project_row(view.project)
         self.members_visible = view.project.members is not None
-        self.members = [gv.member_row(m) for m in view.project.members or []]
+        self.members = [{**gv.member_row(m), "share": qv.share_text(m.share)} for m in view.project.members or []]
+        self._shares = {m.username: dict(m.share) for m in view.project.members or []}
         self.can_manage = view.can_manage
+        self.can_set_quota = view.can_set_quota
+        quota = view.project.quota
+        self._quota_raw = quota.model_dump() if quota is not None else {}
+        self.quota = qv.quota_rows(quota) if quota is not None else []
+        self.quota_admitted = str(quota.admitted_jobs) if quota is not None else "0"
+        self.quota_held = str(quota.held_jobs) if quota is not None else "0"
         self.not_found = False
         self.loaded = True
 
@@ -115,6 +140,7 @@ class ProjectDetailState(AppState):
             return self.signed_out()
         except NotFound:
             self.project, self.members, self.members_visible, self.can_manage = {}, [], False, False
+            self.quota, self.can_set_quota = [], False
             self.not_found, self.loaded = True, True
             return None
         except CraterError as exc:
@@ -128,10 +154,11 @@ class ProjectDetailState(AppState):
     async def load(self):
         """on_load: read the project (a project the caller may not see shows as not found)."""
         self.error = self.error_field = ""
-        self.busy = False
+        self.busy = self.saving = False
         self.confirm_remove = ""
+        self.quota_open, self.share_user = False, ""
         if self.project.get("name") != self._name():
-            self.project, self.members, self.loaded = {}, [], False
+            self.project, self.members, self.loaded, self.quota = {}, [], False, []
         return await self._reload()
 
     @rx.event
@@ -203,3 +230,139 @@ class ProjectDetailState(AppState):
             return stop
         reload = await self._reload()
         return reload or rx.toast.success(self.msg("members.removed", username=username))
+
+    # --- "Edit quota" (platform admins; the service refuses others) -------------------------------------------
+
+    @rx.event
+    def open_quota(self) -> None:
+        """Open the "Edit quota" dialog with the stored quota's rows."""
+        quota = ProjectQuotaPublic(**self._quota_raw) if self._quota_raw else None
+        self.quota_edit = qv.quota_editor_rows(quota)
+        self.quota_error = ""
+        self.quota_open = True
+
+    @rx.event
+    def set_quota_open(self, is_open: bool) -> None:
+        """Closing the dialog (Escape, Cancel) drops what was typed."""
+        if not is_open:
+            self.quota_open = False
+            self.quota_error = ""
+
+    @rx.event
+    def set_quota_cell(self, index: int, column: str, value: str) -> None:
+        """Type into row ``index``, column ``resource``/``guarantee``/``deserved``/``capability``."""
+        if 0 <= index < len(self.quota_edit) and column in ("resource", *qv.QUOTA_COLUMNS):
+            rows = list(self.quota_edit)
+            rows[index] = {**rows[index], column: str(value)[:256]}
+            self.quota_edit = rows
+
+    @rx.event
+    def add_quota_row(self) -> None:
+        """Add an empty row (up to the service's limit on keys)."""
+        if len(self.quota_edit) < qv.MAX_ROWS:
+            self.quota_edit = [*self.quota_edit, qv.blank_quota_row()]
+
+    @rx.event
+    def remove_quota_row(self, index: int) -> None:
+        """Remove row ``index`` (its key is then unset in every section)."""
+        if 0 <= index < len(self.quota_edit):
+            self.quota_edit = [row for i, row in enumerate(self.quota_edit) if i != index]
+
+    def _quota_failed(self, field: str, message: str) -> None:
+        self.quota_edit, placed = qv.place_error(self.quota_edit, field, message, qv.QUOTA_COLUMNS)
+        self.quota_error = "" if placed else message
+
+    @rx.event
+    async def save_quota(self):
+        """Send the dialog's rows to ``services.quotas.set_quota``; an error stays in the dialog next to the cell it
+        names, with everything typed kept."""
+        name = self._name()
+        if name is None:
+            return None
+        self.quota_error = ""
+        try:
+            body = qv.quota_body(self.quota_edit)
+        except FormError as exc:
+            self._quota_failed(exc.field, self.msg(exc.key, **exc.params))
+            return None
+        self.saving = True
+        try:
+            await self.call(quotas.set_quota, name, body)
+        except Unauthenticated:
+            self.saving = False
+            return self.signed_out()
+        except CraterError as exc:
+            self.saving = False
+            self._quota_failed(exc.field or "", exc.message)
+            return None
+        self.saving = False
+        self.quota_open = False
+        reload = await self._reload()
+        return reload or rx.toast.success(self.msg("quota.saved", project=name))
+
+    # --- member shares (platform admins and the project's admins) ---------------------------------------------
+
+    @rx.event
+    def open_share(self, username: str) -> None:
+        """Open the "Share" dialog for ``username`` with their stored share."""
+        self.share_edit = qv.share_editor_rows(self._shares.get(username) or {})
+        self.share_error = ""
+        self.share_user = username
+
+    @rx.event
+    def set_share_open(self, is_open: bool) -> None:
+        """Closing the dialog drops what was typed."""
+        if not is_open:
+            self.share_user = ""
+            self.share_error = ""
+
+    @rx.event
+    def set_share_cell(self, index: int, column: str, value: str) -> None:
+        """Type into row ``index``, column ``resource`` or ``amount``."""
+        if 0 <= index < len(self.share_edit) and column in ("resource", "amount"):
+            rows = list(self.share_edit)
+            rows[index] = {**rows[index], column: str(value)[:256]}
+            self.share_edit = rows
+
+    @rx.event
+    def add_share_row(self) -> None:
+        """Add an empty row."""
+        if len(self.share_edit) < qv.MAX_ROWS:
+            self.share_edit = [*self.share_edit, qv.blank_share_row()]
+
+    @rx.event
+    def remove_share_row(self, index: int) -> None:
+        """Remove row ``index``."""
+        if 0 <= index < len(self.share_edit):
+            self.share_edit = [row for i, row in enumerate(self.share_edit) if i != index]
+
+    def _share_failed(self, field: str, message: str) -> None:
+        self.share_edit, placed = qv.place_error(self.share_edit, field, message, ("amount",))
+        self.share_error = "" if placed else message
+
+    @rx.event
+    async def save_share(self):
+        """Set the member's share through ``services.projects.set_member(share=...)`` (no rows: no limit)."""
+        name, username = self._name(), self.share_user
+        if name is None or not username:
+            return None
+        self.share_error = ""
+        try:
+            share = qv.share_body(self.share_edit)
+        except FormError as exc:
+            self._share_failed(exc.field, self.msg(exc.key, **exc.params))
+            return None
+        self.saving = True
+        try:
+            await self.call(projects.set_member, name, username, None, share=share)
+        except Unauthenticated:
+            self.saving = False
+            return self.signed_out()
+        except CraterError as exc:
+            self.saving = False
+            self._share_failed(exc.field or "", exc.message)
+            return None
+        self.saving = False
+        self.share_user = ""
+        reload = await self._reload()
+        return reload or rx.toast.success(self.msg("share.saved", username=username))

@@ -23,8 +23,9 @@ def test_project_view_says_who_may_manage_members(world):
 
     view = console.project_view(ctx, admin, "vision")
     assert view.can_manage and view.project.members is not None and view.project.role is None
+    assert view.can_set_quota and view.project.quota is not None
     alice = console.project_view(ctx, _fresh(world, "alice"), "vision")
-    assert alice.can_manage and alice.project.role == "admin"
+    assert alice.can_manage and alice.project.role == "admin" and not alice.can_set_quota
     assert [m.username for m in alice.project.members] == ["alice", "bob", "gus"]
     bob = console.project_view(ctx, _fresh(world, "bob"), "vision")
     assert not bob.can_manage and bob.project.members is None and bob.project.role == "member"

@@ -41,6 +41,51 @@ def _basics() -> rx.Component:
     )
 
 
+def _scheduling() -> rx.Component:
+    """Project, kind (batch job or interactive session) and whether the job may be preempted."""
+    return rx.card(
+        rx.vstack(
+            section_title(t("quota.newjob.section"), "calendar_clock"),
+            rx.grid(
+                field(t("quota.newjob.project"), rx.select.root(
+                    rx.select.trigger(width="100%", id="job-project"),
+                    rx.select.content(rx.foreach(NewJobState.project_options,
+                                                 lambda p: rx.select.item(p, value=p))),
+                    value=NewJobState.project,
+                    on_change=NewJobState.set_project,
+                ), t("quota.newjob.project.hint")),
+                field(t("quota.newjob.kind"), rx.select.root(
+                    rx.select.trigger(width="100%", id="job-kind"),
+                    rx.select.content(
+                        rx.select.item(t("quota.kind.batch"), value="batch"),
+                        rx.select.item(t("quota.kind.interactive"), value="interactive"),
+                    ),
+                    value=NewJobState.kind,
+                    on_change=NewJobState.set_kind,
+                ), t("quota.newjob.kind.hint")),
+                columns=rx.breakpoints(initial="1", sm="2"),
+                spacing="4",
+                width="100%",
+            ),
+            rx.text(
+                rx.hstack(
+                    rx.checkbox(checked=NewJobState.preemptible, on_change=NewJobState.set_preemptible),
+                    t("quota.newjob.preemptible"),
+                    spacing="2",
+                    align="center",
+                ),
+                as_="label",
+                size="2",
+                id="job-preemptible",
+            ),
+            spacing="4",
+            width="100%",
+        ),
+        size="3",
+        width="100%",
+    )
+
+
 def _command() -> rx.Component:
     return rx.card(
         rx.vstack(
@@ -151,6 +196,7 @@ def new_job_page() -> rx.Component:
             rx.form(
                 rx.vstack(
                     _basics(),
+                    _scheduling(),
                     _command(),
                     _resources(),
                     error_callout(NewJobState.error, id="submit-error"),

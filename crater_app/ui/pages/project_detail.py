@@ -1,5 +1,6 @@
-"""/projects/[name]: a project's details; its members for platform admins and the project's admins, who also add
-members, change their roles and remove them (the service enforces each of these)."""
+"""/projects/[name]: a project's details and quota (edited by platform admins); its members for platform admins and
+the project's admins, who also add members, change their roles and shares and remove them (the services enforce
+each of these)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from crater_app.ui.components import (
     MONO, empty_mark, error_callout, field, loading, or_empty, page_header, section_title, shell, t, wide_only,
 )
 from crater_app.ui.governance import confirm_dialog, expiry_badge, field_error, project_role_badge, t_format
+from crater_app.ui.quota import quota_card, quota_dialog, share_cell, share_dialog
 
 P = ProjectDetailState.project
 WIDE_CELL = {"display": wide_only("table-cell")}
@@ -149,6 +151,7 @@ def _member_row(member: rx.Var) -> rx.Component:
         rx.table.cell(rx.text(member["username"], weight="medium", font_family=MONO, word_break="break-all")),
         rx.table.cell(or_empty(member["display_name"]), **WIDE_CELL),
         rx.table.cell(role_cell, custom_attrs={"data-role": member["role"]}, class_name="member-role"),
+        rx.table.cell(share_cell(member), class_name="member-share"),
         rx.table.cell(rx.cond(member["default"] != "",
                               rx.badge(rx.icon("star", size=12), t("members.default"), variant="surface",
                                        color_scheme="gray"),
@@ -188,6 +191,7 @@ def _members() -> rx.Component:
                         rx.table.column_header_cell(t("members.col.username")),
                         rx.table.column_header_cell(t("members.col.display_name"), **WIDE_CELL),
                         rx.table.column_header_cell(t("members.col.role")),
+                        rx.table.column_header_cell(t("share.col")),
                         rx.table.column_header_cell(t("members.col.default"), **WIDE_CELL),
                         rx.cond(ProjectDetailState.can_manage, rx.table.column_header_cell("")),
                     )),
@@ -258,8 +262,11 @@ def project_detail_page() -> rx.Component:
                 rx.vstack(
                     page_header(_title(), crumbs=_crumbs()),
                     _details(),
+                    quota_card(),
                     rx.cond(ProjectDetailState.members_visible, _members(), _members_hidden()),
                     _remove_dialog(),
+                    quota_dialog(),
+                    share_dialog(),
                     spacing="5",
                     width="100%",
                 ),
