@@ -171,7 +171,8 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     expect(token_row.locator(".token-status")).to_have_attribute("data-status", "active")
     assert secret not in page.content()  # shown once: never again
     token_row.locator(".revoke-token").click()
-    page.click("#confirm-revoke")
+    expect(page.locator("#confirm-revoke")).to_be_visible()
+    page.locator("#confirm-revoke").click()
     expect(token_row.locator(".token-status")).to_have_attribute("data-status", "revoked")
     expect(token_row.locator(".revoke-token")).to_have_count(0)
     # Revoked: refused at once by the worker that revoked it, within 5 s by the other worker (its identity cache).
@@ -191,7 +192,8 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     _sign_in(page, url, "admin", ADMIN_PASSWORD, "/jobs")
     page.click("#nav-oplog")
     page.wait_for_url(re.compile(r".*/admin/operation-logs/?$"))
-    expect(page.locator(".oplog-row").first).to_be_visible()
+    # The page's on_load reads the log after the navigation: allow for a slow round trip on a busy machine.
+    expect(page.locator(".oplog-row").first).to_be_visible(timeout=20_000)
     for action in ("project:create", "project:member:set", "project:member:remove", "token:create"):
         expect(page.locator(f".oplog-row[data-action='{action}']").first).to_be_visible()
     expect(page.locator("#oplog-table button, #oplog-table input")).to_have_count(0)  # read-only
