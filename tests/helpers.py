@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+
 import os
 import time
 import uuid
@@ -130,3 +133,25 @@ def ran_job(ctx: ServiceContext, user_id: int, project_id: int, started_at: date
         s.add(job)
         s.flush()
         return job.id  # type: ignore[return-value]
+
+
+def run_handler(fn, state, *args):
+    """Call a Reflex event handler's function ``fn(state, *args)`` and return its last answer: a coroutine is
+    awaited and an async generator drained (its last non-``None`` item). The coroutine runs on its own event loop
+    in a worker thread, so this works even where the calling thread has a loop running (Playwright's sync API
+    keeps one running in the main thread once the browser tests have started)."""
+    result = fn(state, *args)
+    if hasattr(result, "__anext__"):
+        generator = result
+
+        async def drain():
+            last = None
+            async for item in generator:
+                last = item if item is not None else last
+            return last
+
+        result = drain()
+    if not asyncio.iscoroutine(result):
+        return result
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, result).result()

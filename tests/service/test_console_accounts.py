@@ -3,7 +3,6 @@ on real Reflex state objects against the test database (no browser): what they s
 
 from __future__ import annotations
 
-import asyncio
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -19,6 +18,7 @@ from crater_app.state import base as base_state
 from crater_app.state.admin import AdminUsersState
 from crater_app.state.auth import LoginState
 from tests.conftest import USER_PASSWORD
+from tests.helpers import run_handler
 from tests.oidc_provider import oidc_settings, provider  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -40,18 +40,8 @@ def state(cls, url: str = "http://localhost/login"):
 
 
 def run(handler, st, *args):
-    """Call an event handler's function; drain it when it is a generator; return its last answer."""
-    result = handler.fn(st, *args)
-    if hasattr(result, "__anext__"):
-        async def drain():
-            last = None
-            async for item in result:
-                last = item if item is not None else last
-            return last
-        return asyncio.run(drain())
-    if asyncio.iscoroutine(result):
-        return asyncio.run(result)
-    return result
+    """Call an event handler's function and return its last answer (see :func:`tests.helpers.run_handler`)."""
+    return run_handler(handler.fn, st, *args)
 
 
 def handler(cls, name):

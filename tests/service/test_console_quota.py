@@ -4,7 +4,6 @@ show, what they write, and that an error leaves the dialog open with everything 
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import pytest
@@ -17,6 +16,7 @@ from crater_app.services import jobs, projects, quotas
 from crater_app.state import base as base_state
 from crater_app.state.jobs import NewJobState
 from crater_app.state.projects import ProjectDetailState
+from tests.helpers import run_handler
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -43,18 +43,8 @@ def page(cls, who: str, world, url: str = URL):
 
 
 def run(st, name: str, *args):
-    """Call an event handler's function; drain it when it is a generator; return its last answer."""
-    result = type(st).event_handlers[name].fn(st, *args)
-    if hasattr(result, "__anext__"):
-        async def drain():
-            last = None
-            async for item in result:
-                last = item if item is not None else last
-            return last
-        return asyncio.run(drain())
-    if asyncio.iscoroutine(result):
-        return asyncio.run(result)
-    return result
+    """Call the handler ``name`` of ``st`` and return its last answer (see :func:`tests.helpers.run_handler`)."""
+    return run_handler(type(st).event_handlers[name].fn, st, *args)
 
 
 def _quota_actions(world) -> list[str]:
