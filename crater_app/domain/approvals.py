@@ -11,13 +11,13 @@ Kinds (Crater's "approval orders", seed ``000_dff36a5b8fe0cc9d.txt``):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from crater_app.domain import quota as quota_lists
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import is_text
-from crater_app.domain.resources import CPU, MEMORY, parse_resources
+from crater_app.domain.resources import CPU, MEMORY
 
 KINDS = ("quota", "extend_runtime", "reclaim_lock", "large_job")
 #: the kinds a user may ask for (``large_job`` requests come from the submission path)
@@ -28,8 +28,6 @@ STATUSES = ("pending", "approved", "rejected", "closed")
 QUOTA_SECTIONS = ("guarantee", "deserved", "capability")
 MAX_REASON_CHARS = 1000
 MAX_NOTE_CHARS = 1000
-MAX_MODEL_CHARS = 128
-_MODEL = re.compile(r"[A-Za-z0-9._ -]+")
 
 
 def check_reason(value: object) -> str:
@@ -67,24 +65,14 @@ def check_note(value: object) -> str:
 
 
 def _quota_entry(name: object, quantity: object, field: str) -> tuple[str, str | int]:
-    """One checked entry of a quota resource list: ``(name, value)`` with devices as ``int`` and CPU/memory as
-    the quantity string given (validated with ``kubernetes.utils.parse_quantity``)."""
+    """One checked entry of a quota resource list (rules of :func:`crater_app.domain.quota.parse_quota_list`):
+    ``(name, value)`` with devices as ``int`` and CPU/memory as the quantity string given."""
     if not isinstance(name, str):
         raise InvalidInput(f"{field} keys must be strings", field)
-    base, sep, model = name.partition(":")
-    entry_field = f"{field}.{name}"
-    if sep:
-        if base in (CPU, MEMORY):
-            raise InvalidInput(f"{entry_field}: only accelerator resources take a model after ':'", entry_field)
-        if not model or len(model) > MAX_MODEL_CHARS or not _MODEL.fullmatch(model):
-            raise InvalidInput(
-                f"{entry_field}: the accelerator model after ':' must be 1 to {MAX_MODEL_CHARS} letters, digits, "
-                "'.', '_', '-' or spaces (e.g. nvidia.com/gpu:NVIDIA-A100-SXM4-80GB)", entry_field,
-            )
-    parsed = parse_resources({base: quantity}, field)  # checks the name and the quantity (field names the entry)
-    if base == CPU or base == MEMORY:
+    amount = quota_lists.parse_quota_list({name: quantity}, field)[name]
+    if quota_lists.split_key(name)[0] in (CPU, MEMORY):
         return name, str(quantity).strip()
-    return name, parsed.accelerators.get(base, 0)
+    return name, amount
 
 
 def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
@@ -124,13 +112,7 @@ def merge_quota(current: dict[str, dict], payload: dict[str, dict]) -> dict[str,
 
 
 def _amount(name: str, value: object) -> int:
-    base = name.partition(":")[0]
-    parsed = parse_resources({base: value}, "quota")
-    if base == CPU:
-        return parsed.cpu_m
-    if base == MEMORY:
-        return parsed.memory_bytes
-    return parsed.accelerators.get(base, 0)
+    return quota_lists.parse_quota_list({name: value}, "quota")[name]
 
 
 def quota_problem(quota: dict[str, dict]) -> str | None:

@@ -11,7 +11,7 @@ from pydantic import (
 )
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.naming import check_dns1123_label, is_text
+from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_text, is_model_name
 from crater_app.domain.resources import ResourceList, parse_resources
 
 MAX_COMMAND_ARGS = 256
@@ -31,7 +31,6 @@ JOB_KINDS = ("batch", "interactive")
 # Patterns are used with fullmatch (a '$' also matches before a trailing newline) and re.ASCII ('\d' would
 # also match other scripts' digits, which int() reads: '٣h' would be 3 hours).
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MODEL = re.compile(r"[A-Za-z0-9._ -]+")
 MAX_PATH_COMPONENT_BYTES = 255  # NAME_MAX: a longer folder name cannot be created
 # Docker/OCI image reference, simplified from distribution/reference: [host[:port]/]path[:tag][@digest]; the first
 # component is a host only when it has a '.' or a ':port' or is 'localhost' (else it is a lower-case path component).
@@ -246,10 +245,9 @@ def validate_spec(raw: object) -> JobSpec:
     _check_working_dir(spec.working_dir)
     if not PRIORITY_MIN <= spec.priority <= PRIORITY_MAX:
         raise InvalidInput(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX} (got {spec.priority})", "priority")
-    if spec.accelerator_model is not None and (
-        not spec.accelerator_model or len(spec.accelerator_model) > 128 or not _MODEL.fullmatch(spec.accelerator_model)
-    ):
-        raise InvalidInput("accelerator_model must be a model name such as 'NVIDIA-A100-SXM4-80GB' (128 chars max)", "accelerator_model")
+    if spec.accelerator_model is not None and not is_model_name(spec.accelerator_model):
+        raise InvalidInput(f"accelerator_model must be a model name such as 'NVIDIA-A100-SXM4-80GB' "
+                           f"({MAX_MODEL_CHARS} chars max)", "accelerator_model")
     if spec.kind not in JOB_KINDS:
         raise InvalidInput(f"kind must be one of {', '.join(JOB_KINDS)} (got '{spec.kind[:32]}')", "kind")
     resources = parse_resources(spec.resources)

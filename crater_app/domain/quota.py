@@ -18,14 +18,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.jobs import _MODEL as _MODEL_NAME  # the accelerator_model shape JobSpec accepts
+from crater_app.domain.naming import ACCELERATOR_MODEL, MAX_MODEL_CHARS
 from crater_app.domain.resources import CPU, MEMORY, ResourceList, format_bytes, parse_resources
 
 Usage = dict[str, int]
 
 SECTIONS = ("guarantee", "deserved", "capability")
 MAX_QUOTA_KEYS = 64  # cpu, memory and a few accelerator names, each with a few models
-MAX_MODEL_CHARS = 128
 
 
 def model_key(resource: str, model: str) -> str:
@@ -77,7 +76,7 @@ def parse_quota_list(raw: object, field_prefix: str) -> Usage:
         if model is not None:
             if resource in (CPU, MEMORY):
                 raise InvalidInput(f"{field_name}: only accelerator resources take a model after ':'", field_name)
-            if not model or len(model) > MAX_MODEL_CHARS or not _MODEL_NAME.fullmatch(model):
+            if not model or len(model) > MAX_MODEL_CHARS or not ACCELERATOR_MODEL.fullmatch(model):
                 raise InvalidInput(
                     f"{field_name}: the model after ':' must be a model name such as 'NVIDIA-A100-SXM4-80GB' "
                     f"({MAX_MODEL_CHARS} characters at most, letters, digits, '.', '_', '-', ' ')",
