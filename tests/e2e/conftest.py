@@ -217,6 +217,8 @@ def page(browser, console):
     """A fresh browser context and page (1360×900), closed after the test. Assertions wait up to 15 s (Playwright's
     default is 5 s): after a full page load the console first reconnects its websocket and hydrates its state,
     which on a 2-core machine running the suite has taken over 5 s now and then."""
+    from playwright.sync_api import expect
+
     expect.set_options(timeout=15_000)
     context = browser.new_context(viewport={"width": 1360, "height": 900}, locale="en-US")
     context.set_default_timeout(20_000)
