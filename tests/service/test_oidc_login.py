@@ -46,6 +46,15 @@ def snapshot(ctx) -> dict:
     return {"users": rows(ctx, User), "tokens": rows(ctx, ApiToken), "members": rows(ctx, ProjectMember)}
 
 
+def refused(ctx, sealed, params) -> OidcError:
+    """Complete a sign-in that must fail; assert it changed no user, token or membership; return the error."""
+    before = snapshot(ctx)
+    with pytest.raises(OidcError) as exc:
+        oidc_login.complete(ctx, sealed, params)
+    assert snapshot(ctx) == before
+    return exc.value
+
+
 def project_id(ctx, name: str) -> int:
     with ctx.session(read_only=True) as s:
         return s.exec(select(Project.id).where(Project.name == name)).one()
@@ -143,17 +152,14 @@ def test_refusals_write_only_an_error_log_row(sso, provider, case):  # noqa: F81
         sealed = None
     if case == "tampered_cookie":
         sealed = sealed[:-3] + ("AAA" if not sealed.endswith("AAA") else "BBB")
-    before = snapshot(ctx)
-    with pytest.raises(OidcError) as exc:
-        oidc_login.complete(ctx, sealed, params)
+    error = refused(ctx, sealed, params)
     expected = {"wrong_state": ("state", "state mismatch"), "no_cookie": ("state", "cookie is missing"),
                 "tampered_cookie": ("state", "not valid"), "idp_error": ("idp", "access_denied"),
                 "replayed_code": ("exchange", "invalid_grant"), "expired_token": ("id_token", "expired"),
                 "wrong_audience": ("id_token", "not meant for this client"),
                 "bad_signature": ("id_token", "signature"), "wrong_issuer": ("id_token", "not issued by")}[case]
-    assert exc.value.reason == expected[0] and expected[1] in exc.value.message, exc.value.message
-    assert exc.value.http_status == 401
-    assert snapshot(ctx) == before
+    assert error.reason == expected[0] and expected[1] in error.message, error.message
+    assert error.http_status == 401
     log = last_log(ctx)
     assert (log.action, log.result) == ("auth:oidc", "error") and expected[0] in log.details
 
@@ -215,11 +221,8 @@ def test_userinfo_about_someone_else_is_refused(sso, provider):  # noqa: F811
     provider.claims_in_id_token = False
     provider.userinfo_sub = "u-9999"
     url, sealed = oidc_login.start(ctx)
-    before = snapshot(ctx)
-    with pytest.raises(OidcError) as exc:
-        oidc_login.complete(ctx, sealed, authorize(url))
-    assert exc.value.reason == "claims" and "sub differs" in exc.value.message
-    assert snapshot(ctx) == before
+    error = refused(ctx, sealed, authorize(url))
+    assert error.reason == "claims" and "sub differs" in error.message
 
 
 def test_concurrent_first_sign_ins_make_one_account(sso, provider):  # noqa: F811
@@ -262,11 +265,8 @@ def test_disabled_account_is_refused(sso, provider):  # noqa: F811
     done = oidc_login.complete(ctx, sealed, authorize(url))
     users.update_user(ctx, sso.admin, done.username, {"status": "disabled"})
     url, sealed = oidc_login.start(ctx)
-    before = snapshot(ctx)
-    with pytest.raises(OidcError) as exc:
-        oidc_login.complete(ctx, sealed, authorize(url))
-    assert exc.value.reason == "account" and "disabled" in exc.value.message
-    assert snapshot(ctx) == before
+    error = refused(ctx, sealed, authorize(url))
+    assert error.reason == "account" and "disabled" in error.message
 
 
 def test_off_and_bad_configuration(world, provider):  # noqa: F811
