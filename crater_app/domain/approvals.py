@@ -25,7 +25,7 @@ REQUESTABLE_KINDS = ("quota", "extend_runtime", "reclaim_lock")
 #: kinds whose target is a job (``job_id``); ``quota`` targets a project
 JOB_KINDS = ("extend_runtime", "reclaim_lock", "large_job")
 STATUSES = ("pending", "approved", "rejected", "closed")
-QUOTA_SECTIONS = ("guarantee", "deserved", "capability")
+QUOTA_SECTIONS = quota_lists.SECTIONS
 MAX_REASON_CHARS = 1000
 MAX_NOTE_CHARS = 1000
 
@@ -105,30 +105,21 @@ def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
     return out
 
 
-def merge_quota(current: dict[str, dict], payload: dict[str, dict]) -> dict[str, dict]:
-    """The project's quota after a ``quota`` request: every section of ``current`` (``guarantee``, ``deserved``,
-    ``capability``) with the payload's entries set over it (resources the request does not name stay)."""
-    return {section: {**(current.get(section) or {}), **(payload.get(section) or {})} for section in QUOTA_SECTIONS}
+def merged_quota(current: dict[str, dict | None], payload: dict[str, dict]) -> quota_lists.Quota:
+    """The project's quota after a ``quota`` request, parsed and checked by the rules of a quota set by hand
+    (:func:`crater_app.domain.quota.parse_quota`): every section of ``current`` (``guarantee``, ``deserved``,
+    ``capability``, as stored) with the payload's entries set over it (resources the request does not name stay).
 
+    Returns:
+        A :class:`crater_app.domain.quota.Quota` (cpu millicores, memory bytes, accelerators devices); store it with
+        :func:`crater_app.domain.quota.render_quota_list`.
 
-def _amount(name: str, value: object) -> int:
-    return quota_lists.parse_quota_list({name: value}, "quota")[name]
-
-
-def quota_problem(quota: dict[str, dict]) -> str | None:
-    """The first inconsistency of a project's quota, as a sentence, or ``None``: a resource's ``guarantee`` or
-    ``deserved`` above its ``capability`` (where a capability is set; ``{}`` means no ceiling), or its
-    ``guarantee`` above its ``deserved`` (where set). Volcano refuses such queues (its queue admission webhook
-    requires guarantee <= capability and deserved <= capability)."""
-    capability, deserved, guarantee = (quota.get(s) or {} for s in ("capability", "deserved", "guarantee"))
-    for lower_name, lower, upper_name, upper in (
-        ("guarantee", guarantee, "capability", capability), ("deserved", deserved, "capability", capability),
-        ("guarantee", guarantee, "deserved", deserved),
-    ):
-        for name, value in lower.items():
-            if name in upper and _amount(name, value) > _amount(name, upper[name]):
-                return f"{lower_name} of {name} ({value}) would be above its {upper_name} ({upper[name]})"
-    return None
+    Raises:
+        InvalidInput: ``guarantee <= deserved <= capability`` broken on some key (field ``guarantee.<key>`` or
+        ``deserved.<key>``, both amounts named; see :func:`crater_app.domain.quota.check_order`).
+    """
+    return quota_lists.parse_quota(
+        {section: {**(current.get(section) or {}), **(payload.get(section) or {})} for section in QUOTA_SECTIONS})
 
 
 @dataclass(frozen=True)

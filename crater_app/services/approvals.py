@@ -31,6 +31,7 @@ from sqlmodel import Session, select
 from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, ProjectMember, User
 from crater_app.db.schemas import ApprovalPage, ApprovalPublic
 from crater_app.db.types import utcnow
+from crater_app.domain import quota as quota_lists
 from crater_app.domain.approvals import (
     JOB_KINDS,
     KINDS,
@@ -40,8 +41,7 @@ from crater_app.domain.approvals import (
     check_note,
     check_quota_payload,
     check_reason,
-    merge_quota,
-    quota_problem,
+    merged_quota,
 )
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.jobs import TERMINAL_PHASES, JobPhase, parse_duration
@@ -80,10 +80,14 @@ def _effective_project(a: Approval, job: Job | None) -> int | None:
     return a.project_id if a.project_id is not None else (job.project_id if job is not None else None)
 
 
+def _stored_quota(project: Project) -> dict[str, dict]:
+    """The project's quota sections as stored (resource lists; ``{}`` for an empty section)."""
+    return {section: dict(getattr(project, section) or {}) for section in quota_lists.SECTIONS}
+
+
 def _current(a: Approval, job: Job | None, project: Project | None) -> dict:
     if a.kind == "quota":
-        return {} if project is None else {
-            "guarantee": project.guarantee, "deserved": project.deserved, "capability": project.capability}
+        return {} if project is None else _stored_quota(project)
     if job is None:
         return {}
     if a.kind == "extend_runtime":
@@ -269,12 +273,12 @@ def create_request(
                 raise Forbidden(f"only admins and members of project '{proj.name}' may ask for more quota", "project")
             if project_expired(proj):
                 raise Conflict(f"project '{proj.name}' has expired; it takes no more quota", "project")
-            current = {"guarantee": proj.guarantee, "deserved": proj.deserved, "capability": proj.capability}
-            merged = merge_quota(current, req.payload or {})
-            problem = quota_problem(merged)
-            if problem:
-                raise InvalidInput(f"payload: {problem}", "payload")
-            if all(merged[k] == (current[k] or {}) for k in merged):
+            current = _stored_quota(proj)
+            try:
+                merged = merged_quota(current, req.payload or {})
+            except InvalidInput as exc:
+                raise InvalidInput(f"payload: {exc.message}", f"payload.{exc.field}") from None
+            if merged == quota_lists.parse_quota(current):
                 raise InvalidInput("payload asks for the quota the project already has", "payload")
             project_id, target = proj.id, f"project {proj.name}"
         else:
@@ -432,13 +436,14 @@ def _apply(s: Session, actor: Actor | None, a: Approval, job: Job | None, note: 
     suffix = f" (approval #{a.id}" + (f": {note}" if note and actor is not None else "") + ")"
     if a.kind == "quota":
         project = s.exec(select(Project).where(Project.id == a.project_id).with_for_update()).one()
-        current = {"guarantee": project.guarantee, "deserved": project.deserved, "capability": project.capability}
-        merged = merge_quota(current, a.payload)
-        problem = quota_problem(merged)
-        if problem:
-            raise Conflict(f"the quota of project '{project.name}' changed since the request: {problem}", "id")
-        project.guarantee, project.deserved, project.capability = (
-            merged["guarantee"], merged["deserved"], merged["capability"])
+        try:
+            merged = merged_quota(_stored_quota(project), a.payload)
+        except InvalidInput as exc:
+            raise Conflict(f"the quota of project '{project.name}' changed since the request: {exc.message}",
+                           "id") from None
+        # Stored in canonical form, as services.quotas.set_quota stores it (ProjectQuotaPublic reads strings).
+        for section in quota_lists.SECTIONS:
+            setattr(project, section, quota_lists.render_quota_list(getattr(merged, section)))
         s.add(project)
         return
     assert job is not None
@@ -526,6 +531,8 @@ def decide(ctx: ServiceContext, actor: Actor, approval_id: int, approve: bool, n
         _extend_backend(ctx, *extend)
     if result.kind == "large_job" and result.status == "approved":
         admission.nudge(ctx)  # the admission loop admits it when there is room
+    elif result.kind == "quota" and result.status == "approved":
+        admission.invalidate(ctx)  # as services.quotas.set_quota: held jobs may fit the new quota
     return result
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from crater_app.domain.approvals import (
-    AutoRule, check_note, check_quota_payload, check_reason, merge_quota, quota_problem,
+    AutoRule, check_note, check_quota_payload, check_reason, merged_quota,
 )
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.policy import (
@@ -78,13 +78,16 @@ def test_quota_payload_merge_and_consistency():
     assert payload == {"capability": {"nvidia.com/gpu": 8, "cpu": "64", "memory": "1Ti",
                                       "nvidia.com/gpu:NVIDIA H100 80GB HBM3": 2}}
     current = {"guarantee": {"cpu": "8"}, "deserved": {}, "capability": {"cpu": "16", "memory": "64Gi"}}
-    merged = merge_quota(current, payload)
-    assert merged["capability"]["memory"] == "1Ti" and merged["guarantee"] == {"cpu": "8"}
-    assert quota_problem(merged) is None
-    assert "guarantee of cpu (8) would be above its capability (4)" == quota_problem(
-        merge_quota(current, {"capability": {"cpu": "4"}}))
-    assert "guarantee of cpu (8) would be above its deserved (2)" == quota_problem(
-        merge_quota(current, {"deserved": {"cpu": "2"}}))
+    merged = merged_quota(current, payload)  # parsed: millicores, bytes, devices
+    assert merged.capability["memory"] == 2**40 and merged.capability["nvidia.com/gpu"] == 8
+    assert merged.guarantee == {"cpu": 8000} and merged.deserved == {}
+    for change, field, words in (
+        ({"capability": {"cpu": "4"}}, "guarantee.cpu", "guarantee.cpu (8 cores) must not exceed capability.cpu (4 cores)"),
+        ({"deserved": {"cpu": "2"}}, "guarantee.cpu", "guarantee.cpu (8 cores) must not exceed deserved.cpu (2 cores)"),
+    ):
+        with pytest.raises(InvalidInput) as err:
+            merged_quota(current, change)
+        assert (err.value.field, err.value.message) == (field, words)
 
 
 def test_auto_rule():
