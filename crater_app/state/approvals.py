@@ -15,7 +15,7 @@ from crater_app.db.schemas import ApprovalPublic, NotificationPublic
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import approvals, notifications, projects
 from crater_app.state import messages, views
-from crater_app.state.base import POLL_MAX_S, AppState, call_as, client_connected
+from crater_app.state.base import POLL_MAX_S, AppState, call_as, client_connected, turn_page
 from crater_app.state.forms import FormError
 
 #: the kinds a user asks for in the console (``large_job`` requests come from submitting a large job)
@@ -235,18 +235,12 @@ class ApprovalsState(AppState):
     @rx.event
     async def next_page(self):
         """The next page of requests."""
-        if self.page < self.page_count:
-            self.page += 1
-            return await self._list()
-        return None
+        return await turn_page(self, 1, self._list)
 
     @rx.event
     async def prev_page(self):
         """The previous page of requests."""
-        if self.page > 1:
-            self.page -= 1
-            return await self._list()
-        return None
+        return await turn_page(self, -1, self._list)
 
     # ---- new request ----------------------------------------------------------------------------------------
     @rx.event

@@ -54,6 +54,20 @@ async def client_connected(client_token: str) -> bool:
         return True
 
 
+async def turn_page(state: Any, step: int, fetch: Callable[[], Any]) -> Any:
+    """Move a paged list ``state`` (``page``, ``page_count``; pages from 1) by ``step`` pages (``1`` next, ``-1``
+    previous) and return ``await fetch()`` (the list's reload); ``None`` and no change when that page does not exist.
+
+    A module-level function rather than an ``AppState`` method: Reflex would turn a public method into an event
+    handler, and the list states each keep their own ``next_page``/``prev_page`` handlers that call this.
+    """
+    page = state.page + step
+    if not 1 <= page <= state.page_count:
+        return None
+    state.page = page
+    return await fetch()
+
+
 class AppState(rx.State):
     """Signed-in user, language and translations; the parent of every page state."""
 

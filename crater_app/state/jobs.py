@@ -13,7 +13,7 @@ import reflex as rx
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
 from crater_app.services import console, jobs, nodes, projects, users
 from crater_app.state import messages, views
-from crater_app.state.base import POLL_INTERVAL_S, POLL_MAX_S, AppState, call_as, client_connected
+from crater_app.state.base import POLL_INTERVAL_S, POLL_MAX_S, AppState, call_as, client_connected, turn_page
 from crater_app.state.forms import COMMAND_MODES, JOB_KINDS, FormError, build_spec
 
 # A child of Reflex's logger, so that `reflex run --loglevel debug` shows the live-refresh lifecycle.
@@ -166,18 +166,12 @@ class JobsState(AppState):
     @rx.event
     async def next_page(self):
         """Older jobs."""
-        if self.page < self.page_count:
-            self.page += 1
-            return await self._fetch()
-        return None
+        return await turn_page(self, 1, self._fetch)
 
     @rx.event
     async def prev_page(self):
         """Newer jobs."""
-        if self.page > 1:
-            self.page -= 1
-            return await self._fetch()
-        return None
+        return await turn_page(self, -1, self._fetch)
 
     @rx.event(background=True)
     async def poll(self):

@@ -14,7 +14,7 @@ import reflex as rx
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import console, oplog
 from crater_app.state import governance_views as gv
-from crater_app.state.base import AppState
+from crater_app.state.base import AppState, turn_page
 from crater_app.state.forms import FormError
 from crater_app.state.governance_forms import (
     OPLOG_FILTERS, csv_filename, oplog_arguments, oplog_filters, oplog_query, oplog_url,
@@ -146,18 +146,12 @@ class OperationLogState(AppState):
     @rx.event
     async def next_page(self):
         """Older rows."""
-        if self.page < self.page_count:
-            self.page += 1
-            return await self._fetch()
-        return None
+        return await turn_page(self, 1, self._fetch)
 
     @rx.event
     async def prev_page(self):
         """Newer rows."""
-        if self.page > 1:
-            self.page -= 1
-            return await self._fetch()
-        return None
+        return await turn_page(self, -1, self._fetch)
 
     @rx.event
     async def export_csv(self):

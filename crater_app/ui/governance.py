@@ -102,12 +102,16 @@ def admins_only(text: rx.Var, id: str) -> rx.Component:
     )
 
 
-def pager(state, id: str) -> rx.Component:
-    """Rows shown / total and previous/next page buttons for a state with ``range_start``, ``range_end``,
-    ``total``, ``page``, ``page_count``, ``prev_page`` and ``next_page``."""
+def pager(state, id: str, summary: tuple | None = None) -> rx.Component:
+    """Rows shown / total and previous/next page buttons for a state with ``page``, ``page_count``, ``prev_page``,
+    ``next_page`` and (for the default ``summary``) ``range_start``, ``range_end`` and ``total``.
+
+    ``summary``: the children of the text left of the buttons (id ``id``), instead of "Rows a–b / total".
+    """
+    if summary is None:
+        summary = (t("pager.rows"), " ", state.range_start, "–", state.range_end, " / ", state.total)
     return rx.hstack(
-        rx.text(t("pager.rows"), " ", state.range_start, "–", state.range_end, " / ", state.total,
-                size="2", color_scheme="gray", id=id),
+        rx.text(*summary, size="2", color_scheme="gray", id=id),
         rx.spacer(),
         rx.icon_button(rx.icon("chevron_left", size=16), variant="soft", color_scheme="gray",
                        disabled=state.page <= 1, on_click=state.prev_page, aria_label=t("pager.prev"),

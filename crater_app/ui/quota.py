@@ -171,6 +171,17 @@ def _dialog_buttons(on_save, save_id: str) -> rx.Component:
     )
 
 
+def _rows_footer(name: str, on_add, error: rx.Var, on_save) -> tuple[rx.Component, ...]:
+    """Below a dialog's rows: "Add row" (id ``add-<name>-row``), the error not placed on a row (``<name>-error``)
+    and Cancel / Save (``save-<name>``)."""
+    return (
+        rx.button(rx.icon("plus", size=14), t("quota.row.add"), variant="ghost", size="2", type="button",
+                  on_click=on_add, id=f"add-{name}-row"),
+        error_callout(error, id=f"{name}-error"),
+        _dialog_buttons(on_save, f"save-{name}"),
+    )
+
+
 def quota_dialog() -> rx.Component:
     """"Edit quota": one row per resource key (add/remove), guarantee / deserved / capability as quantity text;
     the service's errors are shown under the cell they name and nothing typed is lost."""
@@ -193,10 +204,7 @@ def quota_dialog() -> rx.Component:
                     scrollbars="horizontal",
                     width="100%",
                 ),
-                rx.button(rx.icon("plus", size=14), t("quota.row.add"), variant="ghost", size="2", type="button",
-                          on_click=S.add_quota_row, id="add-quota-row"),
-                error_callout(S.quota_error, id="quota-error"),
-                _dialog_buttons(S.save_quota, "save-quota"),
+                *_rows_footer("quota", S.add_quota_row, S.quota_error, S.save_quota),
                 spacing="3",
                 margin_top="var(--space-3)",
                 width="100%",
@@ -232,10 +240,7 @@ def share_dialog() -> rx.Component:
                 rx.hstack(_header_cell("resource", "220px"), _header_cell("amount", "120px"),
                           spacing="2"),
                 rx.foreach(S.share_edit, _share_edit_row),
-                rx.button(rx.icon("plus", size=14), t("quota.row.add"), variant="ghost", size="2", type="button",
-                          on_click=S.add_share_row, id="add-share-row"),
-                error_callout(S.share_error, id="share-error"),
-                _dialog_buttons(S.save_share, "save-share"),
+                *_rows_footer("share", S.add_share_row, S.share_error, S.save_share),
                 spacing="2",
                 margin_top="var(--space-3)",
                 width="100%",

@@ -90,3 +90,23 @@ def test_jobs_list_query_from_and_to_the_url():
     assert list_url("Failed", "", 1) == "/jobs?phase=Failed"
     assert list_url("Running", "a b&c=<d>", 2) == "/jobs?phase=Running&q=a+b%26c%3D%3Cd%3E&page=2"
     assert parse_list_query({"phase": "Running", "q": "a b&c=<d>", "page": "2"}) == ("Running", "a b&c=<d>", 2)
+
+
+def test_turn_page_stays_within_the_pages_and_reloads_once():
+    from types import SimpleNamespace
+
+    from crater_app.state.base import turn_page
+    from tests.helpers import run_handler
+
+    loads: list[int] = []
+    state = SimpleNamespace(page=1, page_count=2)
+
+    async def fetch():
+        loads.append(state.page)
+        return "reloaded"
+
+    assert run_handler(turn_page, state, -1, fetch) is None and state.page == 1  # no page 0
+    assert run_handler(turn_page, state, 1, fetch) == "reloaded" and state.page == 2
+    assert run_handler(turn_page, state, 1, fetch) is None and state.page == 2  # no page 3
+    assert run_handler(turn_page, state, -1, fetch) == "reloaded" and state.page == 1
+    assert loads == [2, 1]

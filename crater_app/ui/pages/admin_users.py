@@ -9,6 +9,7 @@ from crater_app.state.admin import ROLES, STATUSES
 from crater_app.ui.components import (
     MONO, error_callout, field, loading, or_empty, page_header, role_badge, section_title, shell, t,
 )
+from crater_app.ui.governance import admins_only
 
 
 def _create_form() -> rx.Component:
@@ -175,14 +176,6 @@ def _users_table() -> rx.Component:
     )
 
 
-def _forbidden() -> rx.Component:
-    return rx.callout.root(
-        rx.callout.icon(rx.icon("shield_alert")),
-        rx.callout.text(t("admin.forbidden")),
-        color_scheme="amber",
-        size="2",
-        id="admin-forbidden",
-    )
 
 
 def admin_users_page() -> rx.Component:
@@ -193,7 +186,7 @@ def admin_users_page() -> rx.Component:
             AdminUsersState.loaded,
             rx.cond(
                 AdminUsersState.forbidden,
-                _forbidden(),
+                admins_only(t("admin.forbidden"), "admin-forbidden"),
                 rx.vstack(rx.cond(AdminUsersState.pending_notice != "", rx.callout.root(
                               rx.callout.icon(rx.icon("user_check")), rx.callout.text(AdminUsersState.pending_notice),
                               color_scheme="amber", size="1", id="users-pending")),

@@ -8,6 +8,7 @@ import reflex as rx
 from crater_app.state import ApprovalsState
 from crater_app.state.approvals import FORM_KINDS, KIND_KEYS, QUOTA_SECTIONS, SECTION_KEYS
 from crater_app.ui.components import MONO, error_callout, field, loading, or_empty, page_header, shell, t, wide_only
+from crater_app.ui.governance import pager
 
 STATUS_COLORS = (("pending", "amber"), ("approved", "green"), ("rejected", "red"), ("closed", "gray"))
 WIDE_CELL = {"display": wide_only("table-cell")}
@@ -117,21 +118,10 @@ def _toolbar() -> rx.Component:
     )
 
 
+
+
 def _pager() -> rx.Component:
-    return rx.hstack(
-        rx.text(t("approvals.total"), " ", ApprovalsState.total, size="2", color_scheme="gray", id="approvals-total"),
-        rx.spacer(),
-        rx.icon_button(rx.icon("chevron_left", size=16), variant="soft", color_scheme="gray",
-                       disabled=ApprovalsState.page <= 1, on_click=ApprovalsState.prev_page,
-                       aria_label=t("pager.prev")),
-        rx.text(ApprovalsState.page, " / ", ApprovalsState.page_count, size="2"),
-        rx.icon_button(rx.icon("chevron_right", size=16), variant="soft", color_scheme="gray",
-                       disabled=ApprovalsState.page >= ApprovalsState.page_count, on_click=ApprovalsState.next_page,
-                       aria_label=t("pager.next")),
-        align="center",
-        width="100%",
-        spacing="3",
-    )
+    return pager(ApprovalsState, "approvals-total", (t("approvals.total"), " ", ApprovalsState.total))
 
 
 def _empty() -> rx.Component:

@@ -9,6 +9,7 @@ from crater_app.state.jobs import ALL, PHASES
 from crater_app.ui.components import (
     MONO, error_callout, loading, narrow_only, page_header, phase_badge, shell, t, wide_only,
 )
+from crater_app.ui.governance import pager
 
 
 # Columns shown on wide screens only: phones keep ID, name (with the status sentence) and status.
@@ -134,21 +135,6 @@ def _table() -> rx.Component:
     )
 
 
-def _pager() -> rx.Component:
-    return rx.hstack(
-        rx.text(t("pager.rows"), " ", JobsState.range_start, "–", JobsState.range_end, " / ", JobsState.total,
-                size="2", color_scheme="gray", id="jobs-total"),
-        rx.spacer(),
-        rx.icon_button(rx.icon("chevron_left", size=16), variant="soft", color_scheme="gray",
-                       disabled=JobsState.page <= 1, on_click=JobsState.prev_page, aria_label=t("pager.prev")),
-        rx.text(JobsState.page, " / ", JobsState.page_count, size="2"),
-        rx.icon_button(rx.icon("chevron_right", size=16), variant="soft", color_scheme="gray",
-                       disabled=JobsState.page >= JobsState.page_count, on_click=JobsState.next_page,
-                       aria_label=t("pager.next")),
-        align="center",
-        width="100%",
-        spacing="3",
-    )
 
 
 def jobs_page() -> rx.Component:
@@ -167,7 +153,7 @@ def jobs_page() -> rx.Component:
                 _toolbar(),
                 rx.cond(
                     JobsState.loaded,
-                    rx.cond(JobsState.total > 0, rx.vstack(_table(), _pager(), width="100%", spacing="3"), _empty()),
+                    rx.cond(JobsState.total > 0, rx.vstack(_table(), pager(JobsState, "jobs-total"), width="100%", spacing="3"), _empty()),
                     loading(),
                 ),
                 spacing="4",
