@@ -16,13 +16,12 @@ of a job is computed like Slurm's ``TRESBillingWeights``: a weight per resource,
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, is_model_name, is_text
-from crater_app.domain.resources import CPU, MEMORY
+from crater_app.domain.resources import CPU, MEMORY, parse_resources
 
 GIB = 2**30
 #: at most this many price rows
@@ -34,8 +33,6 @@ MAX_GRANT_POINTS = 1_000_000_000.0
 #: the largest free allowance per member and period, points
 MAX_ALLOWANCE_POINTS = 1_000_000_000.0
 MAX_NOTE_CHARS = 255
-# A Kubernetes extended resource name (as in domain.resources): a domain-qualified name, e.g. nvidia.com/gpu.
-_EXTENDED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -120,6 +117,16 @@ def _number(value: object, field: str, low: float, high: float) -> float:
     return float(value) + 0.0  # -0.0 + 0.0 is 0.0: a negative zero is stored and shown as 0
 
 
+def _is_resource_name(name: str) -> bool:
+    """``cpu``, ``memory`` or an extended resource name, by the rule of a JobSpec's ``resources``
+    (:func:`crater_app.domain.resources.parse_resources`)."""
+    try:
+        parse_resources({name: 0}, "resource")
+    except InvalidInput:
+        return False
+    return True
+
+
 def validate_prices(raw: object) -> list[Price]:
     """The price table of a ``PUT /billing/prices`` body: a list of ``{resource, model?, points_per_hour}``.
 
@@ -145,8 +152,7 @@ def validate_prices(raw: object) -> list[Price]:
             raise InvalidInput(f"{at}: unknown field '{unknown[0]}'; allowed: model, points_per_hour, resource",
                                f"{at}.{unknown[0]}")
         resource = item.get("resource")
-        if not isinstance(resource, str) or not (resource in (CPU, MEMORY) or (
-                len(resource) <= 253 and _EXTENDED.fullmatch(resource))):
+        if not isinstance(resource, str) or not _is_resource_name(resource):
             raise InvalidInput(f"{at}.resource must be 'cpu', 'memory' or an accelerator resource name such as "
                                "'nvidia.com/gpu'", f"{at}.resource")
         model = item.get("model", "")
