@@ -193,6 +193,12 @@ class Snapshot:
                 capacity[key] = 0  # a resource the machine does not have at all
         return decide(demands, self.quotas, self.shares, self.limits, capacity)
 
+    def expired(self, project_id: int, now: datetime) -> bool:
+        """Whether locked project ``project_id`` has an expiry at or before ``now`` (UTC); the rule of
+        ``services.projects.project_expired``, on the expiry read under the row lock."""
+        expiry = self.expires.get(project_id)
+        return expiry is not None and expiry <= now
+
 
 def _projects_of(snap: Snapshot) -> set[int]:
     return {d.project_id for d in snap.demands} | {g[0] for g in snap.groups}
@@ -564,10 +570,10 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
     for i, item in enumerate(batch):
         v = item.values
         pid, uid = v["project_id"], v["user_id"]
-        expiry = snap.expires.get(pid)
-        if expiry is not None and expiry <= now:
+        if snap.expired(pid, now):
             item.error = Forbidden(
-                f"project '{snap.quotas[pid].name}' expired on {expiry.strftime('%Y-%m-%d %H:%M UTC')}; no new jobs "
+                f"project '{snap.quotas[pid].name}' expired on {snap.expires[pid].strftime('%Y-%m-%d %H:%M UTC')}; "
+                "no new jobs "
                 "can be submitted to it (ask a platform admin to extend it)", "project")
             continue
         limits = snap.limits.get(uid, UserLimits())
@@ -798,7 +804,8 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
     (``services.reconcile.LeaderLoop``) hands the admitted jobs to the backend and cancels the victims after the
     commit.
 
-    A job held for an approval (``reason_code`` ``approval``) is never admitted here, whatever the plan says.
+    A job held for an approval (``reason_code`` ``approval``) is never admitted here, whatever the plan says; nor
+    is a held job of a project that has expired (it waits until the project is extended).
     """
     result = RoundResult()
     with ctx.session() as s:
@@ -815,14 +822,16 @@ def admission_round(ctx: ServiceContext) -> RoundResult:
             held_users = s.execute(
                 sa_select(_JOBS.c.user_id).where(_JOBS.c.phase == HELD).distinct()).scalars().all()
             _read_admitted(s, snap, sorted(held_ids), individual_preemptible=False, user_ids=held_users)
-        held = _read_held(s, None)
+        now = utcnow()
+        # A held job of a project that has expired since its submission stays held (as a new job would be refused):
+        # it starts once a platform admin extends the project.
+        held = [h for h in _read_held(s, None) if not snap.expired(h.project_id, now)]
         by_id = {h.id: h for h in held}
         snap.demands.extend(_held_demand(h) for h in held)
         _read_quotas(s, _projects_of(snap), snap)
         _read_limits(s, ctx, _users_of(snap), snap)
         _read_shares(s, _pairs(snap), snap)
         plan = snap.plan()
-        now = utcnow()
         c = _JOBS.c
         # Admissions: conditional on the row still being Held (a cancel may have won) and not waiting for approval.
         admitted: list[HeldJob] = []

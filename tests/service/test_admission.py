@@ -133,6 +133,24 @@ def test_an_expired_project_refuses_submissions_with_the_date(lab):
     assert "expired" in err.value.message and counts(ctx) == before
 
 
+def test_the_loop_does_not_admit_held_jobs_of_a_project_that_has_expired(lab):
+    world, fake = lab
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    first = jobs.submit_job(ctx, world.alice, _job("first", 2, ["sleep", "0.1"]))
+    held = jobs.submit_job(ctx, world.bob, _job("held", 1, ["sleep", "0.1"]))
+    assert first.phase == "Queued" and held.phase == "Held"
+    with ctx.session() as s:
+        s.exec(update(Project).where(Project.name == "lab").values(expires_at=utcnow() - timedelta(seconds=1)))
+    drive_until(loop, first.id, "Succeeded")  # room appears, but the project has expired
+    for _ in range(3):
+        loop.step()
+    assert job_row(ctx, held.id).phase == "Held" and fake.status(held.uid) is None
+    assert admission.admission_round(ctx).admitted == []
+    with ctx.session() as s:
+        s.exec(update(Project).where(Project.name == "lab").values(expires_at=None))
+    assert admission.admission_round(ctx).admitted == [held.id]
+
+
 def test_a_job_above_the_approval_threshold_waits_for_approval_and_is_never_admitted_by_the_loop(make_ctx):
     fake = FakeBackend(gpu_devices(16))
     world = populate(make_ctx(backend=fake))
