@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, is_model_name, is_text
 from crater_app.domain.resources import CPU, MEMORY, parse_resources
+from crater_app.domain.usage import GIB, period_label, period_start
 
-GIB = 2**30
 #: at most this many price rows
 MAX_PRICES = 256
 #: the largest price of one unit per hour, points
@@ -95,8 +95,7 @@ def exhausted(allowance_left: float, extra: float) -> bool:
 
 def period_of(at: datetime) -> str:
     """The billing period containing ``at``: its UTC calendar month, ``YYYY-MM``."""
-    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
-    return at.strftime("%Y-%m")
+    return period_label(period_start(at, "month"), "month")
 
 
 def refusal(project: str, allowance: float, extra: float) -> str:
