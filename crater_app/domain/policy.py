@@ -33,9 +33,13 @@ class Actor:
 
 def can_submit(actor: Actor, project_id: int) -> bool:
     """``job:create`` in ``project_id``: platform admin, or a non-guest with project role admin/member."""
-    if actor.is_admin:
-        return True
-    return actor.role != "guest" and actor.project_roles.get(project_id) in ("admin", "member")
+    return can_submit_as(actor.role, actor.project_roles.get(project_id))
+
+
+def can_submit_as(platform_role: str, project_role: str | None) -> bool:
+    """:func:`can_submit` from the roles alone (``project_role`` ``None``: not a member), for callers that hold
+    a project listing's role rather than the project id (the console's new-job project choices)."""
+    return platform_role == "admin" or platform_role != "guest" and project_role in ("admin", "member")
 
 
 def can_read_job(actor: Actor, owner_id: int, project_id: int) -> bool:

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 import reflex as rx
 
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
+from crater_app.domain.policy import can_submit_as
 from crater_app.services import console, jobs, nodes, projects, users
 from crater_app.state import messages, views
 from crater_app.state.base import POLL_INTERVAL_S, POLL_MAX_S, AppState, call_as, client_connected, turn_page
@@ -270,10 +271,9 @@ class NewJobState(AppState):
         me, stop_me = await self.guarded(users.me)
         if mine is None or me is None:
             return stop or stop_me
-        # Where submitting is allowed (domain.policy.can_submit: platform admins anywhere, others but guests where
-        # they are project admin or member); expired projects take no new jobs. The service checks again.
-        self.project_options = [p.name for p in mine if not p.expired and (
-            self.is_admin or self.role != "guest" and p.role in ("admin", "member"))]
+        # Where submitting is allowed (the service's rule, domain.policy); expired projects take no new jobs. The
+        # service checks again on submit.
+        self.project_options = [p.name for p in mine if not p.expired and can_submit_as(self.role, p.role)]
         self._default_project = me.default_project or ""
         self._reset_form()
         self.loaded = True

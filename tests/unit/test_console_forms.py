@@ -110,3 +110,11 @@ def test_turn_page_stays_within_the_pages_and_reloads_once():
     assert run_handler(turn_page, state, 1, fetch) is None and state.page == 2  # no page 3
     assert run_handler(turn_page, state, -1, fetch) == "reloaded" and state.page == 1
     assert loads == [2, 1]
+
+
+def test_new_job_project_choices_follow_the_submit_rule():
+    from crater_app.domain.policy import can_submit_as
+
+    assert can_submit_as("admin", None) and can_submit_as("user", "member") and can_submit_as("user", "admin")
+    assert not can_submit_as("user", "viewer") and not can_submit_as("user", None)
+    assert not can_submit_as("guest", "member"), "a guest is read-only even as a project member"
