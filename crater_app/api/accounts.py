@@ -13,6 +13,7 @@ from crater_app.api import docs
 from crater_app.api.body import decode_object
 from crater_app.api.errors import error_body
 from crater_app.auth.oidc import PENDING_TTL_S, OidcError
+from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
 from crater_app.db.schemas import UserDetail, UserPublic
 from crater_app.domain.errors import NotFound
 from crater_app.services import oidc_login, users
@@ -26,9 +27,9 @@ class SignupRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     username: str = Field(max_length=63, description="DNS-1123 label")
-    password: str = Field(min_length=8, max_length=1024)
-    email: str = Field(default="", max_length=254)
-    display_name: str = Field(default="", max_length=128)
+    password: str = Field(min_length=MIN_PASSWORD_CHARS, max_length=MAX_PASSWORD_CHARS)
+    email: str = Field(default="", max_length=users.MAX_EMAIL_CHARS)
+    display_name: str = Field(default="", max_length=users.MAX_DISPLAY_NAME_CHARS)
 
 
 class UserUpdate(BaseModel):

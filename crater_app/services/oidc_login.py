@@ -185,10 +185,10 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
                   next_path: str) -> SignIn:
     settings = ctx.settings
     claims = identity.claims
-    email = _claim_text(claims, settings.oidc_email_claim, 254)
-    if email and "@" not in email:
+    email = _claim_text(claims, settings.oidc_email_claim, users.MAX_EMAIL_CHARS)
+    if not users.is_email(email):
         email = ""
-    display_name = _claim_text(claims, "name", 128)
+    display_name = _claim_text(claims, "name", users.MAX_DISPLAY_NAME_CHARS)
     groups = _groups(claims.get(settings.oidc_groups_claim) if settings.oidc_groups_claim else None)
     default_project_id = users.ensure_default_project(ctx)
     with ctx.session() as s:

@@ -41,6 +41,9 @@ LOGIN_CODE_TTL_S = 60
 #: the largest per-user limits an admin may set (a limit above them is no limit at all)
 MAX_SESSIONS_LIMIT = 1000
 MAX_ACCELERATORS_LIMIT = 1024
+#: the longest display name and e-mail address of an account, in characters (local, sign-up and single sign-on)
+MAX_DISPLAY_NAME_CHARS = 128
+MAX_EMAIL_CHARS = 254  # RFC 5321's longest forward path
 ADMIN_USERNAME = "admin"
 _CACHE_TTL_S = 5.0  # a revoked or disabled token stops working within this many seconds
 _LAST_USED_EVERY_S = 60.0
@@ -129,6 +132,18 @@ def _insert_user(ctx, actor, username, password, role, display_name, email, proj
         return _public(user, DEFAULT_PROJECT)
 
 
+def _check_choice(value: object, choices: tuple[str, ...], field: str) -> str:
+    """``value`` when it is one of ``choices``; else :class:`InvalidInput` naming ``field`` and the choices."""
+    if value not in choices:
+        raise InvalidInput(f"{field} must be one of {', '.join(choices)}", field)
+    return value  # type: ignore[return-value]
+
+
+def is_email(value: str) -> bool:
+    """Whether ``value`` is an acceptable account e-mail: empty, or text of at most 254 characters with an ``@``."""
+    return len(value) <= MAX_EMAIL_CHARS and (not value or "@" in value) and is_text(value)
+
+
 def _check_account_fields(username: object, password: object, display_name: object, email: object,
                           role: object = "user") -> None:
     """The rules of a new local account (see :func:`create_user`); raises :class:`InvalidInput` naming the field."""
@@ -137,12 +152,12 @@ def _check_account_fields(username: object, password: object, display_name: obje
         raise InvalidInput(
             f"password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", "password"
         )
-    if role not in PLATFORM_ROLES:
-        raise InvalidInput(f"role must be one of {', '.join(PLATFORM_ROLES)}", "role")
-    if not isinstance(display_name, str) or len(display_name) > 128 or not is_text(display_name):
-        raise InvalidInput("display_name must be a string of at most 128 characters", "display_name")
-    if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email) or not is_text(email):
-        raise InvalidInput("email must be an address of at most 254 characters", "email")
+    _check_choice(role, PLATFORM_ROLES, "role")
+    if not isinstance(display_name, str) or len(display_name) > MAX_DISPLAY_NAME_CHARS or not is_text(display_name):
+        raise InvalidInput(f"display_name must be a string of at most {MAX_DISPLAY_NAME_CHARS} characters",
+                           "display_name")
+    if not isinstance(email, str) or not is_email(email):
+        raise InvalidInput(f"email must be an address of at most {MAX_EMAIL_CHARS} characters", "email")
 
 
 def create_user(
@@ -424,13 +439,9 @@ def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict)
         raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
     values: dict[str, object] = {}
     if "role" in changes:
-        if changes["role"] not in PLATFORM_ROLES:
-            raise InvalidInput(f"role must be one of {', '.join(PLATFORM_ROLES)}", "role")
-        values["role"] = changes["role"]
+        values["role"] = _check_choice(changes["role"], PLATFORM_ROLES, "role")
     if "status" in changes:
-        if changes["status"] not in USER_STATUSES:
-            raise InvalidInput(f"status must be one of {', '.join(USER_STATUSES)}", "status")
-        values["status"] = changes["status"]
+        values["status"] = _check_choice(changes["status"], USER_STATUSES, "status")
     if "max_sessions" in changes:
         values["max_sessions"] = _limit(changes["max_sessions"], "max_sessions", MAX_SESSIONS_LIMIT)
     if "max_accelerators_per_job" in changes:
