@@ -30,6 +30,14 @@ class Actor:
         """Platform admin."""
         return self.role == "admin"
 
+    def administers(self, project_id: int | None) -> bool:
+        """Whether the actor's project role in ``project_id`` is ``admin`` (platform role not considered)."""
+        return project_id is not None and self.project_roles.get(project_id) == "admin"
+
+    def administered_projects(self) -> list[int]:
+        """Ids of the projects where the actor's project role is ``admin``, ascending."""
+        return sorted(p for p, r in self.project_roles.items() if r == "admin")
+
 
 def can_submit(actor: Actor, project_id: int) -> bool:
     """``job:create`` in ``project_id``: platform admin, or a non-guest with project role admin/member."""
@@ -49,7 +57,7 @@ def can_read_job(actor: Actor, owner_id: int, project_id: int) -> bool:
 
 def can_cancel_job(actor: Actor, owner_id: int, project_id: int) -> bool:
     """``job:cancel``: platform admin, the owner (not a guest), or the project's admin."""
-    if actor.is_admin or actor.project_roles.get(project_id) == "admin":
+    if actor.is_admin or actor.administers(project_id):
         return True
     return actor.user_id == owner_id and actor.role != "guest"
 
@@ -85,7 +93,7 @@ def can_read_project(actor: Actor, project_id: int) -> bool:
 
 def can_read_members(actor: Actor, project_id: int) -> bool:
     """``project:members:read``: platform admins and the project's admins."""
-    return actor.is_admin or actor.project_roles.get(project_id) == "admin"
+    return actor.is_admin or actor.administers(project_id)
 
 
 def can_manage_members(actor: Actor, project_id: int) -> bool:
@@ -93,7 +101,7 @@ def can_manage_members(actor: Actor, project_id: int) -> bool:
     (a guest never, whatever its project role)."""
     if actor.is_admin:
         return True
-    return actor.role != "guest" and actor.project_roles.get(project_id) == "admin"
+    return actor.role != "guest" and actor.administers(project_id)
 
 
 def can_create_token(actor: Actor) -> bool:
@@ -139,7 +147,7 @@ def can_read_approval(actor: Actor, requester_id: int, project_id: int | None) -
     "not found" (a request's existence tells about another project's work)."""
     if actor.is_admin or actor.user_id == requester_id:
         return True
-    return project_id is not None and actor.project_roles.get(project_id) == "admin"
+    return actor.administers(project_id)
 
 
 def can_decide_approval(actor: Actor, kind: str, project_id: int | None, requester_id: int) -> bool:
@@ -150,13 +158,13 @@ def can_decide_approval(actor: Actor, kind: str, project_id: int | None, request
         return True
     if actor.role == "guest" or kind == "quota" or project_id is None or actor.user_id == requester_id:
         return False
-    return actor.project_roles.get(project_id) == "admin"
+    return actor.administers(project_id)
 
 
 def approval_projects(actor: Actor) -> list[int]:
     """Projects whose requests ``actor`` reads as their project admin (:func:`can_read_approval` as a list);
     platform admins read every request."""
-    return sorted(p for p, r in actor.project_roles.items() if r == "admin")
+    return actor.administered_projects()
 
 
 def can_read_notifications(actor: Actor) -> bool:
@@ -175,7 +183,7 @@ def usage_scope(actor: Actor) -> tuple[bool, list[int]]:
     """
     if actor.is_admin:
         return True, []
-    return False, sorted(p for p, r in actor.project_roles.items() if r == "admin")
+    return False, actor.administered_projects()
 
 
 def can_read_prices(actor: Actor) -> bool:
