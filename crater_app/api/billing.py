@@ -17,7 +17,8 @@ from crater_app.db.schemas import (
     ProjectBillingPublic,
     UsagePublic,
 )
-from crater_app.domain.billing import MAX_GRANT_POINTS, MAX_POINTS_PER_HOUR
+from crater_app.domain.billing import MAX_ALLOWANCE_POINTS, MAX_GRANT_POINTS, MAX_NOTE_CHARS, MAX_POINTS_PER_HOUR
+from crater_app.domain.naming import MAX_MODEL_CHARS
 from crater_app.services import billing, usage
 
 
@@ -27,7 +28,7 @@ class PriceItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
     resource: str = Field(description="'cpu' (per core), 'memory' (per GiB) or an accelerator resource such as "
                                       "'nvidia.com/gpu' (per device)")
-    model: str = Field(default="", max_length=128, description="accelerator model; '' = every model")
+    model: str = Field(default="", max_length=MAX_MODEL_CHARS, description="accelerator model; '' = every model")
     points_per_hour: float = Field(ge=0, le=MAX_POINTS_PER_HOUR)
 
 
@@ -37,14 +38,14 @@ class PointGrant(BaseModel):
     model_config = ConfigDict(extra="forbid")
     username: str = Field(max_length=63)
     points: float = Field(ge=-MAX_GRANT_POINTS, le=MAX_GRANT_POINTS, description="non-zero; negative takes back")
-    note: str = Field(default="", max_length=255)
+    note: str = Field(default="", max_length=MAX_NOTE_CHARS)
 
 
 class ProjectBilling(BaseModel):
     """``PUT /api/v1/projects/{name}/billing`` body (platform admins)."""
 
     model_config = ConfigDict(extra="forbid")
-    member_allowance_points: float = Field(ge=0, description="free points per member per billing period (month)")
+    member_allowance_points: float = Field(ge=0, le=MAX_ALLOWANCE_POINTS, description="free points per member per billing period (month)")
 
 
 _PRICES_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
