@@ -134,7 +134,7 @@ def _usage_of_text(resources_json: str, model: str | None) -> tuple[tuple[str, i
 def job_usage(resources: dict, model: str | None) -> q.Usage:
     """What a job with this ``resources`` list (as stored) and ``accelerator_model`` holds, as a usage (cpu
     millicores, memory bytes, devices under the resource name and under ``name:model``). Cached per shape."""
-    return dict(_usage_of_shape(json.dumps(resources, sort_keys=True), model))
+    return dict(_usage_of_shape(resources, model))
 
 
 @lru_cache(maxsize=4096)
