@@ -50,6 +50,18 @@ def is_text(value: str) -> bool:
     return True
 
 
+def check_text(value: object, field: str, limit: int) -> str:
+    """Return ``value`` if it is a string of at most ``limit`` characters that :func:`is_text` accepts (empty
+    allowed): a display name, a description.
+
+    Raises:
+        InvalidInput: naming ``field`` and ``limit``.
+    """
+    if not isinstance(value, str) or len(value) > limit or not is_text(value):
+        raise InvalidInput(f"{field} must be a string of at most {limit} characters", field)
+    return value
+
+
 _NOT_LABEL = re.compile(r"[^a-z0-9-]+")
 
 

@@ -24,7 +24,7 @@ from crater_app.db.models import Project, ProjectMember, User
 from crater_app.db.schemas import ProjectMemberPublic, ProjectPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from crater_app.domain.naming import check_dns1123_label, is_text
+from crater_app.domain.naming import check_dns1123_label, check_text
 from crater_app.domain.policy import (
     PROJECT_ROLES,
     Actor,
@@ -40,12 +40,6 @@ from crater_app.services.context import ServiceContext
 
 MAX_DISPLAY_NAME_CHARS = 128
 MAX_DESCRIPTION_CHARS = 1024
-
-
-def _text(value: object, field: str, limit: int) -> str:
-    if not isinstance(value, str) or len(value) > limit or not is_text(value):
-        raise InvalidInput(f"{field} must be a string of at most {limit} characters", field)
-    return value
 
 
 def _public(project: Project, role: str | None, member_count: int,
@@ -76,8 +70,8 @@ def create_project(
     if not can_create_project(actor):
         raise Forbidden("only platform admins may create projects")
     check_dns1123_label(name, "name")
-    display_name = _text(display_name, "display_name", MAX_DISPLAY_NAME_CHARS)
-    description = _text(description, "description", MAX_DESCRIPTION_CHARS)
+    display_name = check_text(display_name, "display_name", MAX_DISPLAY_NAME_CHARS)
+    description = check_text(description, "description", MAX_DESCRIPTION_CHARS)
     expiry = None
     if expires_at is not None:
         expiry = parse_utc(expires_at, "expires_at")

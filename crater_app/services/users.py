@@ -20,7 +20,7 @@ from crater_app.db.schemas import TokenPublic, UserDetail, UserPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
 from crater_app.domain.jobs import parse_duration
-from crater_app.domain.naming import check_dns1123_label, is_text
+from crater_app.domain.naming import check_dns1123_label, check_text, is_text
 from crater_app.domain.policy import (
     PLATFORM_ROLES,
     USER_LIMIT_FIELDS,
@@ -153,9 +153,7 @@ def _check_account_fields(username: object, password: object, display_name: obje
             f"password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", "password"
         )
     _check_choice(role, PLATFORM_ROLES, "role")
-    if not isinstance(display_name, str) or len(display_name) > MAX_DISPLAY_NAME_CHARS or not is_text(display_name):
-        raise InvalidInput(f"display_name must be a string of at most {MAX_DISPLAY_NAME_CHARS} characters",
-                           "display_name")
+    check_text(display_name, "display_name", MAX_DISPLAY_NAME_CHARS)
     if not isinstance(email, str) or not is_email(email):
         raise InvalidInput(f"email must be an address of at most {MAX_EMAIL_CHARS} characters", "email")
 
