@@ -138,6 +138,5 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
         """Change an account (platform admins): ``role``, ``status`` (activate a sign-up, disable: revokes its
         tokens), ``max_sessions``, ``max_accelerators_per_job``, ``max_runtime``; ``null`` clears a limit. Not
         one's own role or status; never the last active admin."""
-        body = await decode_object(request, {"role", "status", "max_sessions", "max_accelerators_per_job",
-                                             "max_runtime"}, "the fields to change")
+        body = await decode_object(request, set(users.USER_UPDATE_FIELDS), "the fields to change")
         return JSONResponse(dump(await run_in_threadpool(users.update_user, c, a, username, body)))

@@ -24,6 +24,7 @@ from crater_app.domain.naming import check_dns1123_label, check_text, is_text
 from crater_app.domain.policy import (
     PLATFORM_ROLES,
     USER_LIMIT_FIELDS,
+    USER_STANDING_FIELDS,
     USER_STATUSES,
     Actor,
     can_change_user,
@@ -45,6 +46,8 @@ MAX_ACCELERATORS_LIMIT = 1024
 MAX_DISPLAY_NAME_CHARS = 128
 MAX_EMAIL_CHARS = 254  # RFC 5321's longest forward path
 ADMIN_USERNAME = "admin"
+#: the fields :func:`update_user` changes (the ``PATCH /users/{name}`` body)
+USER_UPDATE_FIELDS = (*USER_STANDING_FIELDS, *USER_LIMIT_FIELDS)
 _CACHE_TTL_S = 5.0  # a revoked or disabled token stops working within this many seconds
 _LAST_USED_EVERY_S = 60.0
 _cache: dict[str, tuple[float, Actor, float | None]] = {}
@@ -431,7 +434,7 @@ def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict)
         raise Forbidden("only platform admins may change accounts")
     if not isinstance(changes, dict) or not changes:
         raise InvalidInput("send at least one of role, status, " + ", ".join(USER_LIMIT_FIELDS))
-    allowed = ("role", "status", *USER_LIMIT_FIELDS)
+    allowed = USER_UPDATE_FIELDS
     unknown = sorted(str(k) for k in changes if k not in allowed)
     if unknown:
         raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
