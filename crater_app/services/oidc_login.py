@@ -36,7 +36,7 @@ from sqlmodel import select
 from crater_app.auth import oidc
 from crater_app.auth.keys import derive_key
 from crater_app.db.models import Project, ProjectMember, User
-from crater_app.domain.naming import DNS1123_LABEL_MAX, to_dns1123_label
+from crater_app.domain.naming import DNS1123_LABEL_MAX, is_text, to_dns1123_label
 from crater_app.domain.policy import PROJECT_ROLES, Actor
 from crater_app.services import oplog, users
 from crater_app.services.context import ServiceContext
@@ -189,6 +189,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
     if not users.is_email(email):
         email = ""
     display_name = _claim_text(claims, "name", users.MAX_DISPLAY_NAME_CHARS)
+    if not is_text(display_name):  # a NUL or lone surrogate no database column can store
+        display_name = ""
     groups = _groups(claims.get(settings.oidc_groups_claim) if settings.oidc_groups_claim else None)
     default_project_id = users.ensure_default_project(ctx)
     with ctx.session() as s:

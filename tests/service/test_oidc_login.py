@@ -119,6 +119,18 @@ def test_later_login_same_account_groups_follow_the_provider(sso, provider):  # 
     assert members == {user.default_project_id}
 
 
+def test_claims_no_column_can_store_are_dropped(sso, provider):  # noqa: F811
+    """A name or e-mail claim with a NUL (PostgreSQL text refuses it) signs in without them, not with a 500."""
+    ctx = sso.ctx
+    provider.user.name = "Zhang\x00San"
+    provider.user.email = "zhang\x00san@example.org"
+    url, sealed = oidc_login.start(ctx)
+    done = oidc_login.complete(ctx, sealed, authorize(url))
+    with ctx.session(read_only=True) as s:
+        user = s.exec(select(User).where(User.username == done.username)).one()
+    assert (user.display_name, user.email) == ("", "")
+
+
 def test_username_collision_gets_a_suffix_and_never_links_local_account(sso, provider):  # noqa: F811
     ctx = sso.ctx
     provider.user.preferred_username = "alice"  # a local account's name
