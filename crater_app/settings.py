@@ -39,8 +39,8 @@ class Settings(BaseSettings):
         billing_period: ``month`` (free allowances renew on the first of each month, UTC).
         billing_charge_interval_s: the leader charges running jobs at most this often, seconds (a job that ends
             is settled up to its end at the next charge).
-        oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off; ``oidc_discovery_url``
-            defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
+        oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off;
+            ``oidc_discovery_url`` defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
     """
 
