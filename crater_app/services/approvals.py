@@ -46,6 +46,7 @@ from crater_app.domain.approvals import (
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.jobs import TERMINAL_PHASES, JobPhase, parse_duration
 from crater_app.domain.naming import check_dns1123_label
+from crater_app.domain.paging import check_page
 from crater_app.domain.policy import (
     Actor,
     approval_projects,
@@ -136,10 +137,7 @@ def list_approvals(
         raise InvalidInput(f"status must be one of {', '.join(STATUSES)}", "status")
     if kind is not None and kind not in KINDS:
         raise InvalidInput(f"kind must be one of {', '.join(KINDS)}", "kind")
-    if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= 1_000_000:
-        raise InvalidInput("page must be between 1 and 1000000", "page")
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
+    check_page(page, page_size, MAX_PAGE_SIZE)
 
     def where(stmt):
         if mine:

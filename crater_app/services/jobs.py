@@ -19,6 +19,7 @@ from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
 from crater_app.domain.naming import is_text
+from crater_app.domain.paging import check_page
 from crater_app.domain.placement import Request, never_fits
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
@@ -278,10 +279,7 @@ def list_jobs(
     """
     if phase is not None and phase not in _PHASES:
         raise InvalidInput(f"phase must be one of {', '.join(_PHASES)}", "phase")
-    if page < 1 or page > 1_000_000:
-        raise InvalidInput("page must be between 1 and 1000000", "page")
-    if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
+    check_page(page, page_size, MAX_PAGE_SIZE)
     if q is not None and len(q) > 63:
         raise InvalidInput(f"q is limited to 63 characters (got {len(q)}; job names are DNS-1123 labels)", "q")
     if q is not None and (not is_text(q) or any(unicodedata.category(ch) == "Cc" for ch in q)):

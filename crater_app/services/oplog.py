@@ -13,6 +13,7 @@ from crater_app.db.schemas import OperationLogPage, OperationLogPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden, InvalidInput
 from crater_app.domain.naming import is_text
+from crater_app.domain.paging import check_page
 from crater_app.domain.policy import Actor, can_read_operation_log
 from crater_app.domain.times import parse_utc
 from crater_app.services.context import ServiceContext
@@ -102,10 +103,7 @@ def list_logs(
     """
     if not can_read_operation_log(who):
         raise Forbidden("only platform admins may read the operation log")
-    if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= 1_000_000:
-        raise InvalidInput("page must be between 1 and 1000000", "page")
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"page_size must be between 1 and {MAX_PAGE_SIZE}", "page_size")
+    check_page(page, page_size, MAX_PAGE_SIZE)
     rows_stmt = _filtered(select(OperationLog), actor, action, target, since, until)
     count_stmt = _filtered(select(func.count()).select_from(OperationLog), actor, action, target, since, until)
     with ctx.session(read_only=True) as s:

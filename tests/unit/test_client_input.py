@@ -38,3 +38,17 @@ def test_yaml_numbers_still_resolve():
 def test_yaml_duplicate_keys_still_refused():
     with pytest.raises(yaml.YAMLError):
         yaml.load("a: 1\na: 2\n", Loader=_Loader)
+
+
+@pytest.mark.parametrize("page, page_size, field", [
+    (0, 20, "page"), (1_000_001, 20, "page"), (True, 20, "page"), ("1", 20, "page"),
+    (1, 0, "page_size"), (1, 201, "page_size"), (1, False, "page_size"),
+])
+def test_page_and_page_size_out_of_range_name_the_field(page, page_size, field):
+    from crater_app.domain.paging import check_page
+
+    with pytest.raises(InvalidInput) as err:
+        check_page(page, page_size, 200)
+    assert err.value.field == field and "between 1 and" in str(err.value)
+    check_page(1, 200, 200)
+    check_page(1_000_000, 1, 200)
