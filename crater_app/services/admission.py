@@ -672,6 +672,13 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
 ADMITTED_MESSAGE = "admitted: it fits the project's quota now"
 
 
+def preempted_final_message(args: dict) -> str:
+    """The reason of a preempted job once it has stopped (English; the console translates it with
+    ``hold.preempted``): ``args`` are its ``reason_args`` (``beneficiary_project``, ``beneficiary_id``)."""
+    return (f"preempted: project '{args.get('beneficiary_project', '?')}' reclaimed its deserved share "
+            f"for job #{args.get('beneficiary_id', '?')}")
+
+
 def preempted_message(beneficiary_id: int, beneficiary: str, project: str, sentence: str) -> str:
     """The message of a victim's ``Preempted`` event (and its operation-log details): the job it makes room for
     (id, name, project) and the preemption's ``sentence`` (``domain.admission.Preemption.sentence``). The console

@@ -113,9 +113,7 @@ class Reconciler:
             return
         if phase == JobPhase.CANCELLED and job.reason_code == admission.PREEMPTED:
             # Stopped by a preemption (services.admission): it failed for a reason that is not its owner's doing.
-            args = job.reason_args or {}
-            message = (f"preempted: project '{args.get('beneficiary_project', '?')}' reclaimed its deserved share "
-                       f"for job #{args.get('beneficiary_id', '?')}")
+            message = admission.preempted_final_message(job.reason_args or {})
             status = replace(status, state="Failed", reason="Preempted", message=message)
             phase = JobPhase.FAILED
         job.phase = phase.value

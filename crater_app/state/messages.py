@@ -75,6 +75,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("msg.preempted_for",
          r"preempted for job #(?P<id>\d+) '(?P<name>.*?)' of project '(?P<project>[^']*)', which is below its "
          r"deserved share: (?P<detail>.+)"),
+        # crater_app/services/admission.preempted_final_message (a preempted job's final reason)
+        ("hold.preempted",
+         r"preempted: project '(?P<beneficiary_project>[^']*)' reclaimed its deserved share for job "
+         r"#(?P<beneficiary_id>\S+)"),
         ("msg.reclaiming",
          r"reclaiming resources for project '(?P<project>[^']*)': stopping job #(?P<id>\d+) '(?P<name>.*?)' of "
          r"project '(?P<victim_project>[^']*)' \(preemptible, its project is above its deserved share\)"),

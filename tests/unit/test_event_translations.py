@@ -90,6 +90,8 @@ def real_messages() -> list[tuple[str, str]]:
     out.append(("Admitted", admission.ADMITTED_MESSAGE))
     out.append(("Preempted", admission.preempted_message(42, "train-big", "vision", p.sentence)))
     out.append(("Reclaiming", admission.reclaiming_message("vision", 7, "sweep-3", "speech")))
+    out.append(("Preempted/final", admission.preempted_final_message({"beneficiary_project": "vision",
+                                                                      "beneficiary_id": 42})))
     return out
 
 
