@@ -58,9 +58,9 @@ def seed(data_dir: Path, jobs: int = 100_000, events_per_job: int = 2, rng_seed:
     memberships: dict[int, list[int]] = {}
     for i in range(1, N_USERS + 1):
         cur = db.execute(
-            "INSERT INTO users (username, display_name, email, password_hash, role, status, default_project_id,"
-            " created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (f"u{i:03d}", f"User {i}", f"u{i:03d}@example.org", pw_hash, "user", "active", default_id,
+            "INSERT INTO users (username, username_key, display_name, email, password_hash, role, status,"
+            " default_project_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (f"u{i:03d}", f"u{i:03d}", f"User {i}", f"u{i:03d}@example.org", pw_hash, "user", "active", default_id,
              _fmt(now - timedelta(days=100))),
         )
         uid = cur.lastrowid

@@ -75,9 +75,9 @@ def seed(data_dir: Path, fair_share: bool, held: int, capability: int | None = N
     for i in range(1, USERS + 1):
         pid = project_ids[(i - 1) % PROJECTS]
         cur = db.execute(
-            "INSERT INTO users (username, display_name, email, password_hash, role, status, default_project_id,"
-            " created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (f"u{i:05d}", f"User {i}", f"u{i:05d}@example.org", pw_hash, "user", "active", pid,
+            "INSERT INTO users (username, username_key, display_name, email, password_hash, role, status,"
+            " default_project_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (f"u{i:05d}", f"u{i:05d}", f"User {i}", f"u{i:05d}@example.org", pw_hash, "user", "active", pid,
              _fmt(now - timedelta(days=150))),
         )
         members.append((cur.lastrowid, pid))

@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crater_app.api import docs
 from crater_app.api.body import decode_object
-from crater_app.api.errors import error_body
+from crater_app.api.errors import error_body, request_language
 from crater_app.auth.oidc import PENDING_TTL_S, OidcError
 from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
-from crater_app.db.schemas import UserDetail, UserPublic
+from crater_app.schemas import UserDetail, UserPublic
 from crater_app.domain.errors import NotFound
 from crater_app.services import oidc_login, users
 
@@ -60,7 +60,7 @@ def _failure(request: Request, redirect_url: str, exc: OidcError) -> Response:
         response: Response = RedirectResponse(_console_url(redirect_url, "/login", {"sso_error": exc.reason}),
                                               status_code=302)
     else:
-        response = JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.http_status)
+        response = JSONResponse(error_body(exc, request_language(request)), status_code=exc.http_status)
     response.headers["Cache-Control"] = "no-store"
     return response
 

@@ -18,7 +18,7 @@ from sqlalchemy import text
 from crater_app.api import accounts, approvals, billing, docs, errors, fallback, governance, metrics
 from crater_app.api.body import decode_body, decode_object
 from crater_app.api.language import preferred_language
-from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
+from crater_app.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.policy import Actor
 from crater_app.services import admission, jobs, nodes, users
 from crater_app.services import metrics as platform_metrics

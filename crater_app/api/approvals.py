@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crater_app.api.body import decode_object
 from crater_app.api.docs import request_body
-from crater_app.db.schemas import ApprovalPage, ApprovalPublic, NotificationList
+from crater_app.schemas import ApprovalPage, ApprovalPublic, NotificationList
 from crater_app.domain.approvals import MAX_NOTE_CHARS, MAX_REASON_CHARS
 from crater_app.services import approvals, notifications
 

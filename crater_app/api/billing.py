@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crater_app.api.body import decode_body, decode_object
 from crater_app.api.docs import request_body
-from crater_app.db.schemas import (
+from crater_app.schemas import (
     BalancePublic,
     BillingPricePublic,
     PointGrantPublic,

@@ -17,7 +17,7 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 class BodyTooLarge(CraterError):
     """The request body is over :data:`MAX_BODY_BYTES`. HTTP 413."""
 
-    code = "too_large"
+    kind = "too_large"
     http_status = 413
 
 

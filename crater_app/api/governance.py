@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from crater_app.api import docs
 from crater_app.api.body import decode_object
-from crater_app.db.schemas import (
+from crater_app.schemas import (
     OperationLogPage,
     PersonalTokenCreated,
     PersonalTokenPublic,

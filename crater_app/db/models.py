@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
-from sqlalchemy import JSON, BigInteger, Column, Float, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Float, Index, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from crater_app.db.types import UTCDateTime, utcnow
@@ -19,9 +19,15 @@ class User(SQLModel, table=True):
     ``active``/``pending``/``disabled``; ``password_hash`` is an argon2 hash or ``None`` (OIDC-only)."""
 
     __tablename__ = "users"
-    __table_args__ = (Index("uq_users_oidc_identity", "oidc_issuer", "oidc_subject", unique=True),)
+    __table_args__ = (
+        Index("uq_users_oidc_identity", "oidc_issuer", "oidc_subject", unique=True),
+        Index("uq_users_username_key", "username_key", unique=True),
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
-    username: str = Field(max_length=63, unique=True, index=True)
+    username: str = Field(max_length=64, unique=True, index=True)
+    # The name's identity for uniqueness: NFKC case-folded (``Zhang.San`` and ``zhang.san`` are one account);
+    # migration 0005. Case folding may lengthen a name (``ß`` -> ``ss``), hence the wider column.
+    username_key: str = Field(max_length=256)
     display_name: str = Field(default="", max_length=128)
     email: str = Field(default="", max_length=254)
     password_hash: Optional[str] = Field(default=None, max_length=255)
@@ -38,6 +44,43 @@ class User(SQLModel, table=True):
     # OIDC identity (migration 0004): issuer URL + ``sub`` claim; both ``None`` for local accounts.
     oidc_issuer: Optional[str] = Field(default=None, max_length=255)
     oidc_subject: Optional[str] = Field(default=None, max_length=255)
+
+
+class ConsoleSession(SQLModel, table=True):
+    """A signed-in browser (migration 0005): the console's cookie holds a random secret whose SHA-256 is
+    ``id_hash``. It ends at ``expires_at`` (absolute), after ``idle_timeout_s`` without a request, or when
+    ``revoked_at`` is set (sign-out, sign-out everywhere, a disabled account, a changed password)."""
+
+    __tablename__ = "console_sessions"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    id_hash: str = Field(max_length=64, unique=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    last_seen_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    idle_timeout_s: int
+    user_agent: str = Field(default="", max_length=255)
+    ip: str = Field(default="", max_length=45)
+    revoked_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    """The first answer to a ``POST`` sent with an ``Idempotency-Key`` (migration 0005), replayed for the same key
+    and body within 24 h. ``status_code`` is ``None`` while the first request is still being answered."""
+
+    __tablename__ = "idempotency_records"
+    __table_args__ = (UniqueConstraint("user_id", "key", name="uq_idempotency_records_user_key"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id")
+    key: str = Field(max_length=255)
+    method: str = Field(max_length=8)
+    path: str = Field(max_length=255)
+    body_hash: str = Field(max_length=64)
+    status_code: Optional[int] = None
+    content_type: str = Field(default="", max_length=128)
+    response: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
 class Project(SQLModel, table=True):
@@ -145,6 +188,14 @@ class Job(SQLModel, table=True):
     # Billing: points charged so far and the instant up to which run time has been charged.
     charged_points: float = Field(default=0.0, sa_column=Column(Float, nullable=False, default=0.0))
     charged_until: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    # Migration 0005: the run it is on (1 for the first; a preempted job that goes back to the queue starts the next
+    # one), whether a preemption sends it back to the queue (else it ends Failed), when a stop was asked for
+    # (cancel, deadline, preemption: the job is ``Stopping`` until its last process exits) and the signal that
+    # ended its process, if one did (``9`` for SIGKILL; ``exit_code`` is then ``128 + signal``).
+    attempt: int = Field(default=1, sa_column=Column(Integer, nullable=False, default=1))
+    requeue_on_preemption: bool = True
+    stop_requested_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
+    exit_signal: Optional[int] = None
 
 
 class JobEvent(SQLModel, table=True):
@@ -158,6 +209,10 @@ class JobEvent(SQLModel, table=True):
     phase: str = Field(max_length=16)
     reason: str = Field(max_length=64)
     message: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    # Migration 0005: the message as a code and its arguments (``event.<code>`` in the catalogues), so that it
+    # reads in the viewer's language; ``message`` keeps the English sentence (and backend text kept verbatim).
+    code: str = Field(default="", max_length=64)
+    args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
 
 
 class OperationLog(SQLModel, table=True):
@@ -172,12 +227,16 @@ class OperationLog(SQLModel, table=True):
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
-    actor: str = Field(max_length=63)
+    actor: str = Field(max_length=64)
     actor_role: str = Field(default="", max_length=16)
     action: str = Field(max_length=64)
     target: str = Field(default="", max_length=255)
     result: str = Field(default="ok", max_length=16)
     details: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    # Migration 0005: the details as a code and arguments (``oplog.<code>`` in the catalogues); ``details`` keeps
+    # the English text (CSV export, rows written before the migration).
+    code: str = Field(default="", max_length=64)
+    args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
 
 
 class Lease(SQLModel, table=True):

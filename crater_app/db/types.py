@@ -6,6 +6,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy.types import DateTime, TypeDecorator
 
+from crater_app.domain.times import utcnow  # noqa: F401 - the tables' default timestamps
+
 
 class UTCDateTime(TypeDecorator):
     """A timezone-aware UTC timestamp on every database.
@@ -34,7 +36,3 @@ class UTCDateTime(TypeDecorator):
             return value.replace(tzinfo=timezone.utc)
         return value.astimezone(timezone.utc)
 
-
-def utcnow() -> datetime:
-    """Current time, timezone-aware UTC."""
-    return datetime.now(timezone.utc)

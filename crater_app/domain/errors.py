@@ -1,83 +1,132 @@
-"""Domain errors. Each carries a machine ``code``, a human ``message`` and the offending ``field``.
+"""Domain errors: a stable ``code``, its arguments and the offending ``field``; never a sentence.
 
-The API maps them to ``{"error": {"code", "message", "field"}}`` with the status in ``http_status``.
+A service raises ``InvalidInput("job.name_format", "tasks[1].name", max=63)``. The sentence lives in the
+catalogues (``i18n/<area>/en.json`` and ``zh-CN.json``) under ``error.<code>``; the API renders it in the
+request's language (``Accept-Language``) and the console in the user's, from the same arguments. The arguments are
+JSON values in Crater's units (seconds, bytes, millicores, devices), so that a client can act on them without
+parsing the message; the template decides how each is written (``{max:duration}``: :mod:`crater_app.i18n.format`).
+
+The API's body is ``{"error": {"code", "kind", "message", "field", "args"}}`` with ``kind`` the class's category
+(``invalid``, ``not_found``, ...) and the HTTP status in ``http_status``.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
+
+from crater_app import i18n
+
+#: catalogue keys of error messages are ``error.<code>``
+KEY_PREFIX = "error."
 
 
 class CraterError(Exception):
     """Base class of every error Crater reports to a user.
 
     Args:
-        message: plain sentence naming the field and the limit.
-        field: dotted path of the offending input field, or ``None``.
+        code: the message's stable code (dotted lower-case words, e.g. ``job.name_format``); its sentence is
+            ``error.<code>`` in the catalogues.
+        field: full path of the offending input field (``tasks[1].resources.nvidia.com/gpu``), or ``None``.
+        **args: the values the sentence names (JSON-safe: numbers in Crater's units, strings, lists, dicts).
     """
 
-    code = "error"
-    http_status = 400
+    kind: ClassVar[str] = "error"
+    http_status: ClassVar[int] = 400
 
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, code: str, field: str | None = None, **args: object) -> None:
+        super().__init__(code)
+        self.code = code
         self.field = field
+        self.args_ = args
 
-    def to_dict(self) -> dict:
-        """Return ``{"code", "message", "field"}``."""
-        return {"code": self.code, "message": self.message, "field": self.field}
+    @property
+    def params(self) -> dict[str, object]:
+        """The message's arguments (``args`` of the API body)."""
+        return self.args_
+
+    def message_in(self, lang: object) -> str:
+        """The sentence in ``lang`` (``en``, ``zh-CN``; anything else English)."""
+        return i18n.render(lang, KEY_PREFIX + self.code, self.args_, fallback=self.code)
+
+    @property
+    def message(self) -> str:
+        """The sentence in English (logs, the operation log's details)."""
+        return self.message_in(i18n.DEFAULT_LANGUAGE)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self, lang: object = i18n.DEFAULT_LANGUAGE) -> dict:
+        """``{"code", "kind", "message", "field", "args"}`` with the message in ``lang``."""
+        return {"code": self.code, "kind": self.kind, "message": self.message_in(lang), "field": self.field,
+                "args": self.args_}
 
 
 class InvalidInput(CraterError):
     """Input that breaks a rule (name, quantity, size, type). HTTP 422."""
 
-    code = "invalid"
+    kind = "invalid"
     http_status = 422
 
 
 class Unauthenticated(CraterError):
     """No or bad credentials. HTTP 401."""
 
-    code = "unauthenticated"
+    kind = "unauthenticated"
     http_status = 401
 
 
 class Forbidden(CraterError):
     """The actor may not do this. HTTP 403."""
 
-    code = "forbidden"
+    kind = "forbidden"
     http_status = 403
 
 
 class NotFound(CraterError):
     """The object does not exist or is not visible to the actor. HTTP 404."""
 
-    code = "not_found"
+    kind = "not_found"
     http_status = 404
 
 
 class Conflict(CraterError):
     """The object exists already or is in a state that forbids the action. HTTP 409."""
 
-    code = "conflict"
+    kind = "conflict"
     http_status = 409
 
 
 class Unschedulable(CraterError):
-    """The request can never fit the machine/cluster (numbers in the message). HTTP 422."""
+    """The request can never fit the machine/cluster (numbers in the arguments). HTTP 422."""
 
-    code = "unschedulable"
+    kind = "unschedulable"
     http_status = 422
 
 
 class Busy(CraterError):
     """Too many requests of a costly kind at once (e.g. password checks); retry shortly. HTTP 429."""
 
-    code = "busy"
+    kind = "busy"
     http_status = 429
 
 
 class PaymentRequired(CraterError):
     """Billing is on and the caller's points (free allowance and extra balance) are used up. HTTP 402."""
 
-    code = "payment_required"
+    kind = "payment_required"
     http_status = 402
+
+
+class UnsupportedMediaType(CraterError):
+    """The request body's ``Content-Type`` is not one Crater reads (the accepted types in the arguments). HTTP 415."""
+
+    kind = "unsupported_media_type"
+    http_status = 415
+
+
+class TooLarge(CraterError):
+    """The request body is over the size limit (bytes in the arguments). HTTP 413."""
+
+    kind = "too_large"
+    http_status = 413

@@ -44,14 +44,18 @@ RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRA
 
 
 class JobPhase(str, enum.Enum):
-    """Lifecycle of a job: ``[Held ->] Queued -> Running -> Succeeded | Failed | Cancelled``.
+    """Lifecycle of a job: ``[Held ->] Queued -> Running [-> Stopping] -> Succeeded | Failed | Cancelled``.
 
     ``Held``: written but not admitted (quota, fair share, approval or billing); not yet given to the backend.
+    ``Stopping``: a stop was asked for (cancel, deadline, preemption) and its processes have not all exited; its
+    devices still count as used. A preempted job that goes back to the queue leaves ``Stopping`` for ``Held`` or
+    ``Queued`` with its ``attempt`` counted.
     """
 
     HELD = "Held"
     QUEUED = "Queued"
     RUNNING = "Running"
+    STOPPING = "Stopping"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     CANCELLED = "Cancelled"
@@ -65,8 +69,9 @@ class JobPhase(str, enum.Enum):
 TERMINAL_PHASES = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})
 _ALLOWED = {
     JobPhase.HELD: {JobPhase.QUEUED, JobPhase.FAILED, JobPhase.CANCELLED},
-    JobPhase.QUEUED: {JobPhase.RUNNING, JobPhase.FAILED, JobPhase.CANCELLED},
-    JobPhase.RUNNING: {JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED},
+    JobPhase.QUEUED: {JobPhase.RUNNING, JobPhase.STOPPING, JobPhase.HELD, JobPhase.FAILED, JobPhase.CANCELLED},
+    JobPhase.RUNNING: {JobPhase.STOPPING, JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED},
+    JobPhase.STOPPING: {JobPhase.HELD, JobPhase.QUEUED, JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED},
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from crater_app.domain.errors import InvalidInput
 
@@ -12,6 +13,13 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_JOB_UID = "crater.io/job-uid"
 LABEL_PROJECT = "crater.io/project"
 LABEL_USER = "crater.io/user"
+
+
+def username_key(name: str) -> str:
+    """The identity of a user name for uniqueness: NFKC case folding (Unicode's ``NFKC_Casefold`` as approximated
+    by NFKC, ``str.casefold``, NFKC again; UAX #15, UTS #39 §5), so ``Zhang.San``, ``zhang.san`` and ``ｚｈａｎｇ.san``
+    (full-width) are one name. Stored in ``users.username_key`` (unique)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
 def check_dns1123_label(value: object, field: str) -> str:

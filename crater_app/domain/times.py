@@ -1,12 +1,28 @@
-"""Instants given by clients: ISO 8601 with an explicit offset (``Z`` or ``+hh:mm``), normalised to UTC."""
+"""Crater's clock (:func:`utcnow`) and instants given by clients: ISO 8601 with an explicit offset (``Z`` or
+``+hh:mm``), normalised to UTC."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Callable
 
 from crater_app.domain.errors import InvalidInput
 
 MAX_ISO_CHARS = 64
+#: where :func:`utcnow` reads the time; ``None`` is the system clock. Tests that reason about calendar time
+#: (months, days) set it through :func:`set_clock` so that they do not depend on today's date.
+_clock: Callable[[], datetime] | None = None
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC (every timestamp Crater stores comes from here)."""
+    return _clock() if _clock is not None else datetime.now(timezone.utc)
+
+
+def set_clock(clock: Callable[[], datetime] | None) -> None:
+    """Read the time from ``clock`` (an aware datetime each call), or the system clock again with ``None``."""
+    global _clock
+    _clock = clock
 
 
 def parse_utc(raw: object, field: str) -> datetime:

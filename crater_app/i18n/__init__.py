@@ -1,10 +1,14 @@
-"""Console translations: ``en.json`` and ``zh-CN.json`` hold the same keys (pure Python, no Reflex).
+"""Translations of the console and of every service message: ``en.json`` and ``zh-CN.json`` hold the same keys
+(pure Python, no Reflex).
 
 An area of the console may keep its strings in ``i18n/<area>/en.json`` and ``i18n/<area>/zh-CN.json``; they are
 merged into the language's table (a key defined twice is an error).
 
 Components look strings up in the state's ``tr`` dict (``t("jobs.title")`` in ``crater_app.ui``);
-state code that builds a sentence uses :func:`translate`.
+state code that builds a sentence uses :func:`translate`. Service messages (errors, job reasons, events,
+operation-log details) are a code plus JSON arguments; :func:`render` writes them in a language, with values
+formatted as that language writes them (``{limit:duration}``, ``{request:resources}``: see
+:mod:`crater_app.i18n.format`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Mapping
+
+from crater_app.i18n.format import MessageFormatter
 
 DEFAULT_LANGUAGE = "en"
 #: language code -> its own name (shown in the language switch)
@@ -53,3 +60,28 @@ def translate(lang: object, key: str, **params: object) -> str:
     """
     text = messages(lang).get(key) or _load(DEFAULT_LANGUAGE).get(key) or key
     return text.format(**params) if params else text
+
+
+def lookup(lang: object, key: str) -> str | None:
+    """The template of ``key`` in ``lang``, else in English, else ``None``."""
+    return messages(lang).get(key) or _load(DEFAULT_LANGUAGE).get(key)
+
+
+def render(lang: object, key: str, args: Mapping[str, object] | None = None, fallback: str | None = None) -> str:
+    """The message ``key`` in ``lang`` (English when ``lang`` lacks it) filled from ``args``, each value written
+    as its placeholder's format says (see :mod:`crater_app.i18n.format`).
+
+    Args:
+        fallback: returned when no catalogue has ``key`` or ``args`` do not fit its template (default: ``key``
+            itself), so a message is never lost.
+    """
+    language = normalize(lang)
+    template = lookup(language, key)
+    if template is None:
+        return key if fallback is None else fallback
+    if not args:
+        args = {}
+    try:
+        return MessageFormatter(language, lambda k: lookup(language, k)).vformat(template, (), dict(args))
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        return key if fallback is None else fallback

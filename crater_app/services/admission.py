@@ -87,7 +87,7 @@ class AdmissionRefused(Unschedulable):
     """The job could never be admitted (over the project's capability, the member's share, the user's max
     accelerators per job or max runtime); the message gives the limit and the request. HTTP 422."""
 
-    code = "never_admissible"
+    kind = "never_admissible"
 
 
 #: the ``reason_code`` values that have a translated sentence (``hold.<code>`` in ``i18n/admission``)

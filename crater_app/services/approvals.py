@@ -29,7 +29,7 @@ from sqlalchemy import and_, bindparam, func, or_, update
 from sqlmodel import Session, select
 
 from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, ProjectMember, User
-from crater_app.db.schemas import ApprovalPage, ApprovalPublic
+from crater_app.schemas import ApprovalPage, ApprovalPublic
 from crater_app.db.types import utcnow
 from crater_app.domain import quota as quota_lists
 from crater_app.domain.approvals import (

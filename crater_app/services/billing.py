@@ -30,7 +30,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, select
 
 from crater_app.db.models import BillingPrice, Job, PointLedger, Project, ProjectMember, User
-from crater_app.db.schemas import (
+from crater_app.schemas import (
     BalancePublic,
     BillingPricePublic,
     PointGrantPublic,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlmodel import select
 
 from crater_app.db.models import Project
-from crater_app.db.schemas import JobEventPublic, JobPublic, OperationLogPage, ProjectPublic
+from crater_app.schemas import JobEventPublic, JobPublic, OperationLogPage, ProjectPublic
 from crater_app.domain.policy import Actor, can_manage_members, can_set_quota
 from crater_app.services import jobs, oplog, projects
 from crater_app.services.context import ServiceContext

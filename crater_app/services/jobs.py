@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from crater_app.cluster.base import Workload
 from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
-from crater_app.db.schemas import JobEventPublic, JobPage, JobPublic
+from crater_app.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
@@ -355,7 +355,8 @@ def job_events(ctx: ServiceContext, actor: Actor, job_id: int) -> list[JobEventP
     with ctx.session(read_only=True) as s:
         _readable(s, actor, job_id)
         rows = s.exec(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all()
-        return [JobEventPublic(id=e.id, at=e.at, phase=e.phase, reason=e.reason, message=e.message) for e in rows]
+        return [JobEventPublic(id=e.id, at=e.at, phase=e.phase, reason=e.reason, message=e.message, code=e.code,
+                               args=e.args) for e in rows]
 
 
 def job_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 65536) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlmodel import select
 
 from crater_app.db.models import Job, User
-from crater_app.db.schemas import DevicePublic, NodePublic
+from crater_app.schemas import DevicePublic, NodePublic
 from crater_app.domain.errors import Forbidden
 from crater_app.domain.policy import Actor, can_read_job, can_read_nodes
 from crater_app.services.context import ServiceContext

@@ -9,7 +9,7 @@ from sqlalchemy import func, update
 from sqlmodel import Session, select
 
 from crater_app.db.models import Notification
-from crater_app.db.schemas import NotificationList, NotificationPublic
+from crater_app.schemas import NotificationList, NotificationPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden, InvalidInput
 from crater_app.domain.policy import Actor, can_read_notifications

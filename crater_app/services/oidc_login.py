@@ -36,7 +36,7 @@ from sqlmodel import select
 from crater_app.auth import oidc
 from crater_app.auth.keys import derive_key
 from crater_app.db.models import Project, ProjectMember, User
-from crater_app.domain.naming import DNS1123_LABEL_MAX, is_text, to_dns1123_label
+from crater_app.domain.naming import DNS1123_LABEL_MAX, is_text, to_dns1123_label, username_key
 from crater_app.domain.policy import PROJECT_ROLES, Actor
 from crater_app.services import oplog, users
 from crater_app.services.context import ServiceContext
@@ -199,7 +199,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
         created = user is None
         if user is None:
             base = to_dns1123_label(_claim_text(claims, settings.oidc_username_claim, 255) or email or "user")
-            user = User(username=_free_username(s, base), display_name=display_name, email=email,
+            username = _free_username(s, base)
+            user = User(username=username, username_key=username_key(username), display_name=display_name, email=email,
                         password_hash=None, role="user", status="active", default_project_id=default_project_id,
                         oidc_issuer=identity.issuer, oidc_subject=identity.subject[:255])
             s.add(user)

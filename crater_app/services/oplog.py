@@ -8,8 +8,10 @@ import io
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from crater_app import i18n
+
 from crater_app.db.models import OperationLog
-from crater_app.db.schemas import OperationLogPage, OperationLogPublic
+from crater_app.schemas import OperationLogPage, OperationLogPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden, InvalidInput
 from crater_app.domain.naming import is_text
@@ -23,14 +25,17 @@ MAX_CSV_ROWS = 100_000
 CSV_COLUMNS = ("id", "at", "actor", "actor_role", "action", "target", "result", "details")
 
 
-def record(session: Session, actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "") -> None:
+def record(session: Session, actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "",
+           code: str = "", args: dict | None = None) -> None:
     """Add an operation-log row to ``session`` (committed with the action's own transaction).
 
-    ``actor`` ``None`` means the system itself (bootstrap, reconciler). ``details`` is cut to 2,000 chars.
+    ``actor`` ``None`` means the system itself (bootstrap, reconciler). ``code``/``args``: the details as a
+    catalogue code (``oplog.<code>``) and its arguments, read in the viewer's language; ``details`` (English, cut to
+    2,000 chars) is rendered from them when not given.
     """
     # A Core INSERT in the session's transaction: the same row as ``session.add(OperationLog(...))`` without
     # building an ORM object (this runs inside write transactions, which should stay short).
-    session.execute(OperationLog.__table__.insert(), row(actor, action, target, result, details))
+    session.execute(OperationLog.__table__.insert(), row(actor, action, target, result, details, code, args))
 
 
 def value(v: object) -> str:
@@ -49,12 +54,24 @@ def value(v: object) -> str:
     return str(v)
 
 
-def row(actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "") -> dict:
+def details_text(lang: object, code: str, args: dict | None, details: str = "") -> str:
+    """An operation-log row's details in ``lang``: ``oplog.<code>`` filled from ``args``, or ``details`` as written
+    (rows without a code: written before codes existed, or free text)."""
+    if not code:
+        return details
+    return i18n.render(lang, f"oplog.{code}", args or {}, fallback=details or code)
+
+
+def row(actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "", code: str = "",
+        args: dict | None = None) -> dict:
     """The ``operation_logs`` row :func:`record` writes (for callers inserting several at once)."""
+    args = dict(args or {})
+    if code and not details:
+        details = details_text(i18n.DEFAULT_LANGUAGE, code, args)
     return {
         "at": utcnow(), "actor": actor.username if actor else "system",
         "actor_role": actor.role if actor else "system", "action": action, "target": target[:255],
-        "result": result, "details": details[:2000],
+        "result": result, "details": details[:2000], "code": code, "args": args,
     }
 
 
@@ -83,7 +100,7 @@ def _filtered(stmt, actor: str | None, action: str | None, target: str | None, s
 
 def _public(r: OperationLog) -> OperationLogPublic:
     return OperationLogPublic(id=r.id, at=r.at, actor=r.actor, actor_role=r.actor_role, action=r.action,
-                              target=r.target, result=r.result, details=r.details)
+                              target=r.target, result=r.result, details=r.details, code=r.code, args=r.args)
 
 
 def list_logs(

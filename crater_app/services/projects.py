@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from crater_app.db.models import Project, ProjectMember, User
-from crater_app.db.schemas import ProjectMemberPublic, ProjectPublic
+from crater_app.schemas import ProjectMemberPublic, ProjectPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import check_dns1123_label, check_text

@@ -16,7 +16,7 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from crater_app.db.models import Project
-from crater_app.db.schemas import ProjectQuotaPublic
+from crater_app.schemas import ProjectQuotaPublic
 from crater_app.domain import quota as q
 from crater_app.domain.errors import Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import check_dns1123_label

@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from crater_app.auth.tokens import new_token
 from crater_app.db.models import ApiToken, User
-from crater_app.db.schemas import PersonalTokenCreated, PersonalTokenPublic
+from crater_app.schemas import PersonalTokenCreated, PersonalTokenPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import is_text

@@ -20,7 +20,7 @@ from sqlalchemy import Float, case, cast, func, or_
 from sqlalchemy import select as sa_select
 
 from crater_app.db.models import Job, Project, User
-from crater_app.db.schemas import UsagePublic, UsageRowPublic
+from crater_app.schemas import UsagePublic, UsageRowPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.policy import Actor, usage_scope
 from crater_app.domain.times import parse_utc

@@ -16,11 +16,11 @@ from sqlmodel import select
 from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, hash_password, verify_password
 from crater_app.auth.tokens import hash_token, new_token
 from crater_app.db.models import ApiToken, Project, ProjectMember, User
-from crater_app.db.schemas import TokenPublic, UserDetail, UserPublic
+from crater_app.schemas import TokenPublic, UserDetail, UserPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
 from crater_app.domain.jobs import parse_duration
-from crater_app.domain.naming import check_dns1123_label, check_text, is_text
+from crater_app.domain.naming import check_dns1123_label, check_text, is_text, username_key
 from crater_app.domain.policy import (
     PLATFORM_ROLES,
     USER_LIMIT_FIELDS,
@@ -121,7 +121,7 @@ def _insert_user(ctx, actor, username, password, role, display_name, email, proj
                  action="user:create") -> UserPublic:
     with ctx.session() as s:
         user = User(
-            username=username, display_name=display_name, email=email, password_hash=hash_password(password),
+            username=username, username_key=username_key(username), display_name=display_name, email=email, password_hash=hash_password(password),
             role=role, status=status, default_project_id=project_id,
         )
         s.add(user)

@@ -64,7 +64,7 @@ class AdminUsersState(AppState):
             self.users, self.forbidden, self.loaded = [], True, True
             return None
         except CraterError as exc:
-            self.error = exc.message
+            self.error = exc.message_in(self.lang)
             return None
         self.users = [views.user_row(u) for u in found]
         self.forbidden = False
@@ -91,10 +91,10 @@ class AdminUsersState(AppState):
             return self.signed_out()
         except Forbidden as exc:
             self.forbidden = True
-            self.error = exc.message
+            self.error = exc.message_in(self.lang)
             return None
         except CraterError as exc:
-            self.error, self.error_field = exc.message, exc.field or ""
+            self.error, self.error_field = exc.message_in(self.lang), exc.field or ""
             return None
         self.form_key += 1  # re-mounts the form: clears the fields
         self.role_choice = "user"
@@ -111,7 +111,7 @@ class AdminUsersState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.action_error = exc.message
+            self.action_error = exc.message_in(self.lang)
             return None
         return [AdminUsersState.load, rx.toast.success(self.msg("admin.edit.saved", username=username))]
 
@@ -124,7 +124,7 @@ class AdminUsersState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.action_error = exc.message
+            self.action_error = exc.message_in(self.lang)
             return None
         self.edit_title = self.msg("admin.edit.title", username=user.username)
         self.edit_username, self.edit_role, self.edit_status = user.username, user.role, user.status
@@ -164,7 +164,7 @@ class AdminUsersState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.edit_error, self.edit_error_field = exc.message, exc.field or ""
+            self.edit_error, self.edit_error_field = exc.message_in(self.lang), exc.field or ""
             return None
         self.edit_open = False
         return [AdminUsersState.load, rx.toast.success(self.msg("admin.edit.saved", username=self.edit_username))]

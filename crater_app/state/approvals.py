@@ -11,7 +11,7 @@ import time
 import reflex as rx
 
 from crater_app import i18n
-from crater_app.db.schemas import ApprovalPublic, NotificationPublic
+from crater_app.schemas import ApprovalPublic, NotificationPublic
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import approvals, notifications, projects
 from crater_app.state import messages, views
@@ -292,7 +292,7 @@ class ApprovalsState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.form_error, self.form_error_field = exc.message, exc.field or ""
+            self.form_error, self.form_error_field = exc.message_in(self.lang), exc.field or ""
             return None
         self.new_open = False
         self.new_job_id = ""
@@ -327,10 +327,10 @@ class ApprovalsState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except Forbidden as exc:
-            self.decide_error = exc.message
+            self.decide_error = exc.message_in(self.lang)
             return None
         except CraterError as exc:
-            self.decide_error = exc.message
+            self.decide_error = exc.message_in(self.lang)
             await self._list()  # e.g. it was closed meanwhile: show its new status
             return None
         self.decide_open = False

@@ -116,7 +116,7 @@ class LoginState(AppState):
             self.error = self.msg("login.error.failed")
             return
         except CraterError as exc:
-            self.error = exc.message
+            self.error = exc.message_in(self.lang)
             return
         finally:
             self.busy = False
@@ -144,7 +144,7 @@ class LoginState(AppState):
                 str(form.get("email", "")).strip(), str(form.get("display_name", "")).strip(),
             )
         except CraterError as exc:
-            self.signup_error, self.signup_error_field = exc.message, exc.field or ""
+            self.signup_error, self.signup_error_field = exc.message_in(self.lang), exc.field or ""
             return None
         self.signup_open = False
         self.notice = self.msg("signup.done", username=created.username)

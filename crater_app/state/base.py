@@ -116,7 +116,7 @@ class AppState(rx.State):
         except Unauthenticated:
             return None, self.signed_out()
         except CraterError as exc:
-            self.error = exc.message
+            self.error = exc.message_in(self.lang)
             if hasattr(type(self), "error_field"):
                 self.error_field = exc.field or ""
             return None, None

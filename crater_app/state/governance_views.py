@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from crater_app.db.schemas import OperationLogPublic, PersonalTokenPublic, ProjectMemberPublic, ProjectPublic
+from crater_app.schemas import OperationLogPublic, PersonalTokenPublic, ProjectMemberPublic, ProjectPublic
 from crater_app.state.views import fmt_time
 
 #: a project whose expiry is this close (seconds) is marked "expires soon"

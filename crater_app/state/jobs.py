@@ -352,7 +352,7 @@ class NewJobState(AppState):
             return
         except CraterError as exc:
             self.submitting = False
-            self.error, self.error_field = exc.message, exc.field or ""
+            self.error, self.error_field = exc.message_in(self.lang), exc.field or ""
             return
         self.submitting = False
         self._reset_form()
@@ -452,7 +452,7 @@ class JobDetailState(AppState):
             self.not_found, self.loaded = True, True
             return None
         except CraterError as exc:
-            self.error = exc.message
+            self.error = exc.message_in(self.lang)
             return None
         self._apply(view)
         return None if self.finished else JobDetailState.poll

@@ -102,7 +102,7 @@ class OperationLogState(AppState):
             self.rows, self.total, self.forbidden, self.loaded = [], 0, True, True
             return None
         except CraterError as exc:
-            self.error, self.error_field = exc.message, exc.field or ""
+            self.error, self.error_field = exc.message_in(self.lang), exc.field or ""
             self.loaded = True
             return None
         self.rows = [gv.oplog_row(r) for r in view.page.items]

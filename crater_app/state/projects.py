@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.db.schemas import ProjectQuotaPublic
+from crater_app.schemas import ProjectQuotaPublic
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
 from crater_app.domain.policy import PROJECT_ROLES
 from crater_app.services import console, projects, quotas
@@ -144,7 +144,7 @@ class ProjectDetailState(AppState):
             self.not_found, self.loaded = True, True
             return None
         except CraterError as exc:
-            self.error = exc.message
+            self.error = exc.message_in(self.lang)
             self.loaded = True
             return None
         self._apply(view)
@@ -293,7 +293,7 @@ class ProjectDetailState(AppState):
             return self.signed_out()
         except CraterError as exc:
             self.saving = False
-            self._quota_failed(exc.field or "", exc.message)
+            self._quota_failed(exc.field or "", exc.message_in(self.lang))
             return None
         self.saving = False
         self.quota_open = False
@@ -360,7 +360,7 @@ class ProjectDetailState(AppState):
             return self.signed_out()
         except CraterError as exc:
             self.saving = False
-            self._share_failed(exc.field or "", exc.message)
+            self._share_failed(exc.field or "", exc.message_in(self.lang))
             return None
         self.saving = False
         self.share_user = ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crater_app.db.schemas import ProjectQuotaPublic
+from crater_app.schemas import ProjectQuotaPublic
 from crater_app.domain import quota as q
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.resources import CPU, MEMORY, format_bytes

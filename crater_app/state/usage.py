@@ -9,8 +9,8 @@ from datetime import timedelta
 import plotly.graph_objects as go
 import reflex as rx
 
-from crater_app.db.schemas import BalancePublic, BillingPricePublic, UsagePublic
-from crater_app.db.types import utcnow
+from crater_app.schemas import BalancePublic, BillingPricePublic, UsagePublic
+from crater_app.domain.times import utcnow
 from crater_app.domain.errors import CraterError, Unauthenticated
 from crater_app.services import billing, usage
 from crater_app.state.base import AppState
@@ -237,7 +237,7 @@ class UsageState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.price_error = exc.message
+            self.price_error = exc.message_in(self.lang)
             return None
         self.prices = price_rows(saved)
         return rx.toast.success(self.msg("billing.prices.saved"))

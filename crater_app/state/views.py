@@ -10,7 +10,7 @@ import dataclasses
 import json
 from datetime import datetime, timezone
 
-from crater_app.db.schemas import JobEventPublic, JobPublic, NodePublic, UserPublic
+from crater_app.schemas import JobEventPublic, JobPublic, NodePublic, UserPublic
 
 TERMINAL_PHASES = ("Succeeded", "Failed", "Cancelled")
 

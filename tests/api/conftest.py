@@ -32,13 +32,17 @@ def api(world):
         yield Api(client, world)
 
 
-def assert_error(response, status: int, code: str | None = None, field: str | None = "<any>", *words: str) -> dict:
-    """The response is the error envelope with ``status`` (and ``code``/``field``/message words when given)."""
+def assert_error(response, status: int, kind: str | None = None, field: str | None = "<any>", *words: str,
+                 code: str | None = None) -> dict:
+    """The response is the error envelope with ``status`` (and ``kind``/``field``/message words/``code`` when given)."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
     body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "field"}, body
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "kind", "message", "field", "args"}, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert isinstance(body["error"]["args"], dict), body
+    if kind is not None:
+        assert body["error"]["kind"] == kind, body
     if code is not None:
         assert body["error"]["code"] == code, body
     if field != "<any>":

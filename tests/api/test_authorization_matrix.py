@@ -240,7 +240,7 @@ def test_authorization_matrix(matrix):
             if got_class != want:
                 wrong.append(f"{method} {route} as {who}: expected {want}, got {r.status_code} {r.text[:160]}")
             elif want != OK:
-                assert r.json()["error"]["code"] in {"unauthenticated", "forbidden", "not_found"}, r.text
+                assert r.json()["error"]["kind"] in {"unauthenticated", "forbidden", "not_found"}, r.text
                 if _oplog_rows(matrix.ctx) != before:
                     wrong.append(f"{method} {route} as {who}: refused ({r.status_code}) but wrote an operation-log row")
     assert not wrong, "authorization matrix mismatches:\n" + "\n".join(wrong)

@@ -72,7 +72,7 @@ def test_full_lifecycle_over_http(api):
     evs = api.client.get(f"/api/v1/jobs/{created['id']}/events", headers=api.auth("alice")).json()
     assert [e["phase"] for e in evs][0] == "Queued" and evs[-1]["phase"] == "Failed" and evs[-1]["reason"] == "Error"
     assert "Running" in [e["phase"] for e in evs]
-    assert set(evs[0]) == {"id", "at", "phase", "reason", "message"} and all(utc(e["at"]) for e in evs)
+    assert set(evs[0]) == {"id", "at", "phase", "reason", "message", "code", "args"} and all(utc(e["at"]) for e in evs)
 
     again = api.client.post(f"/api/v1/jobs/{created['id']}/resubmit", headers=api.auth("alice"))
     assert again.status_code == 201

@@ -98,7 +98,7 @@ def test_never_admissible_is_refused_with_the_numbers_and_nothing_is_written(lab
     before = counts(ctx)
     with pytest.raises(AdmissionRefused) as err:
         jobs.submit_job(ctx, world.alice, _job("huge", 4))
-    assert err.value.http_status == 422 and err.value.code == "never_admissible"
+    assert err.value.http_status == 422 and err.value.kind == "never_admissible"
     assert err.value.field == f"resources.{GPU}"
     assert "4 × nvidia.com/gpu" in err.value.message and "at most 2 × nvidia.com/gpu" in err.value.message
     # Over the member's share (set by the project's admin path) and over the user's limits.

@@ -8,7 +8,7 @@ import re
 from sqlmodel import select
 
 from crater_app.db.models import Approval, Job, JobEvent, Notification
-from crater_app.db.schemas import NotificationPublic
+from crater_app.schemas import NotificationPublic
 from crater_app.services import approvals
 from crater_app.state import messages
 from crater_app.state.approvals import NOTIFY_KEYS, notification_text

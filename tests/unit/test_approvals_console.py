@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from crater_app import i18n
-from crater_app.db.schemas import ApprovalPublic, NotificationPublic
+from crater_app.schemas import ApprovalPublic, NotificationPublic
 from crater_app.state import approvals as console
 from crater_app.state.forms import FormError
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from crater_app.db.schemas import DevicePublic, JobPublic, NodePublic
+from crater_app.schemas import DevicePublic, JobPublic, NodePublic
 from crater_app.state import views
 from crater_app.state.forms import FormError, build_spec, parse_command, parse_env
 

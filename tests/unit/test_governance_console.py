@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crater_app import i18n
-from crater_app.db.schemas import OperationLogPublic, PersonalTokenPublic, ProjectMemberPublic, ProjectPublic
+from crater_app.schemas import OperationLogPublic, PersonalTokenPublic, ProjectMemberPublic, ProjectPublic
 from crater_app.domain.policy import PROJECT_ROLES
 from crater_app.state import governance_views as gv
 from crater_app.state.forms import FormError

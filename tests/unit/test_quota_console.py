@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from crater_app.db.schemas import ProjectQuotaPublic
+from crater_app.schemas import ProjectQuotaPublic
 from crater_app.domain import quota as q
 from crater_app.state import quota_views as qv
 from crater_app.state.forms import FormError, build_spec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from crater_app.db.schemas import UsagePublic, UsageRowPublic
+from crater_app.schemas import UsagePublic, UsageRowPublic
 from crater_app.state.usage import chart_series, usage_figure, window_periods
 
 

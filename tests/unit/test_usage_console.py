@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from crater_app.db.schemas import BalancePublic, BillingPricePublic, ProjectBalancePublic, UsagePublic, UsageRowPublic
+from crater_app.schemas import BalancePublic, BillingPricePublic, ProjectBalancePublic, UsagePublic, UsageRowPublic
 from crater_app.state.usage import (
     MAX_SERIES,
     balance_rows,

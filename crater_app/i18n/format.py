@@ -1,0 +1,190 @@
+"""Values inside translated sentences, written the way each language writes them (pure Python, no Reflex).
+
+A catalogue template names how a placeholder is written after a colon, so the arguments stay plain JSON values
+(numbers in Crater's units, strings, lists, resource dicts) and each language decides the words:
+
+=================================  ======================================  ===================================
+placeholder                        argument                                 ``en`` / ``zh-CN``
+=================================  ======================================  ===================================
+``{limit:duration}``               seconds (int)                            ``1h 30m`` / ``1小时30分钟``
+``{size:bytes}``                   bytes (int)                              ``2 GiB`` / ``2 GiB``
+``{cpu:cpu}``                      millicores (int)                         ``1.5 cores`` / ``1.5 核``
+``{request:resources}``            ``{resource: amount}`` in Crater units   ``2 × nvidia.com/gpu, 4 cores``
+``{names:list}``                   list of strings                          ``a, b and c`` / ``a、b 和 c``
+``{jobs:plural:job|jobs}``         count (int)                              ``3 jobs`` / (Chinese writes none)
+``{at:time}``                      ISO 8601 UTC instant (str)               ``2026-12-01 10:00 UTC``
+``{phase:phase}``                  a job phase (``Running``)                ``Running`` / ``运行中``
+=================================  ======================================  ===================================
+
+A resource dict's amounts are in Crater's units (DESIGN.md §5): ``cpu`` millicores, ``memory`` and
+``ephemeral-storage`` bytes, anything else (accelerators) devices; a key may carry an accelerator model after a
+colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``). Amounts already written as Kubernetes quantity strings
+(``"2Gi"``) are shown as written.
+"""
+
+from __future__ import annotations
+
+import string
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping
+
+ZH = "zh-CN"
+#: the binary units sizes are written in (IEC 80000-13, as Kubernetes' ``Ki``/``Mi``/``Gi`` quantities)
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+#: the units a duration is written in: seconds per unit, English and Chinese symbol
+_DURATION_UNITS = ((86400, "d", "天"), (3600, "h", "小时"), (60, "m", "分钟"), (1, "s", "秒"))
+#: resources whose amounts are bytes
+BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
+
+
+def _number(value: float) -> str:
+    """``value`` with at most two decimals and no trailing zeros (``1.5``, ``2``, ``0.25``)."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def duration(lang: str, seconds: object) -> str:
+    """Seconds as the two largest units (``90`` -> ``1m 30s`` / ``1分钟30秒``; ``0`` -> ``0s`` / ``0秒``)."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return str(seconds)
+    left = int(round(seconds))
+    sign = "-" if left < 0 else ""
+    left = abs(left)
+    parts: list[str] = []
+    for size, en, zh in _DURATION_UNITS:
+        if left >= size or (size == 1 and not parts):
+            count, left = divmod(left, size)
+            parts.append(f"{count}{zh if lang == ZH else en}")
+        if len(parts) == 2:
+            break
+    return sign + ("" if lang == ZH else " ").join(parts)
+
+
+def size(lang: str, amount: object) -> str:
+    """Bytes in binary units (``2147483648`` -> ``2 GiB``; ``1536`` -> ``1.5 KiB``); the same in both languages."""
+    if not isinstance(amount, (int, float)) or isinstance(amount, bool):
+        return str(amount)
+    value, unit = float(amount), 0
+    while abs(value) >= 1024 and unit < len(_BYTE_UNITS) - 1:
+        value /= 1024
+        unit += 1
+    return f"{_number(value)} {_BYTE_UNITS[unit]}"
+
+
+def cpu(lang: str, millicores: object) -> str:
+    """Millicores as cores (``1500`` -> ``1.5 cores`` / ``1.5 核``; ``1000`` -> ``1 core``)."""
+    if not isinstance(millicores, (int, float)) or isinstance(millicores, bool):
+        return str(millicores)
+    cores = millicores / 1000
+    if lang == ZH:
+        return f"{_number(cores)} 核"
+    return f"{_number(cores)} {'core' if cores == 1 else 'cores'}"
+
+
+def _resource_name(lang: str, key: str) -> str:
+    name, _, model = key.partition(":")
+    return f"{name} ({model})" if model else name
+
+
+def resource_amount(lang: str, key: str, amount: object) -> str:
+    """One entry of a resource list: ``cpu`` as cores, memory as bytes, anything else as ``N × name``."""
+    name = key.partition(":")[0]
+    if isinstance(amount, str):  # a quantity as the user wrote it
+        return f"{_resource_name(lang, key)} {amount}"
+    if name == "cpu":
+        return cpu(lang, amount) + (" CPU" if lang == ZH else "")
+    if name in BYTE_RESOURCES:
+        label = {"memory": "内存", "ephemeral-storage": "临时存储", "storage": "存储"}[name] if lang == ZH else name
+        return f"{size(lang, amount)} {label}"
+    return f"{_number(float(amount)) if isinstance(amount, (int, float)) else amount} × {_resource_name(lang, key)}"
+
+
+def resources(lang: str, amounts: object) -> str:
+    """A resource dict (``{"nvidia.com/gpu": 2, "cpu": 4000}``) as a list (``2 × nvidia.com/gpu, 4 cores``)."""
+    if not isinstance(amounts, Mapping):
+        return str(amounts)
+    if not amounts:
+        return "无" if lang == ZH else "nothing"
+    order = sorted(amounts, key=lambda k: (k.partition(":")[0] in ("cpu", *BYTE_RESOURCES), k))
+    return ("、" if lang == ZH else ", ").join(resource_amount(lang, k, amounts[k]) for k in order)
+
+
+def listing(lang: str, items: object) -> str:
+    """A list of words (``["a", "b", "c"]`` -> ``a, b and c`` / ``a、b 和 c``)."""
+    if not isinstance(items, (list, tuple)):
+        return str(items)
+    words = [str(i) for i in items]
+    if len(words) <= 1:
+        return "".join(words)
+    if lang == ZH:
+        return "、".join(words[:-1]) + " 和 " + words[-1]
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def plural(lang: str, count: object, forms: str) -> str:
+    """``count`` with its noun: ``forms`` is ``singular|plural`` (English); Chinese nouns have no plural, so a
+    Chinese template writes its measure word itself and this gives the bare number."""
+    one, _, many = forms.partition("|")
+    if lang == ZH:
+        return str(count)
+    return f"{count} {one if count == 1 else (many or one)}"
+
+
+def instant(lang: str, value: object) -> str:
+    """An ISO 8601 instant as ``YYYY-MM-DD HH:MM UTC`` (the same in both languages; Crater's times are UTC)."""
+    try:
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+#: format name -> writer(lang, value)
+WRITERS: dict[str, Callable[[str, object], str]] = {
+    "duration": duration, "bytes": size, "cpu": cpu, "resources": resources, "list": listing, "time": instant,
+}
+
+
+class MessageFormatter(string.Formatter):
+    """``str.format`` with Crater's value formats (the table in this module's docstring) in one language.
+
+    ``phase`` is looked up through ``lookup`` (the language's catalogue: ``phase.<Name>``); an unknown format name
+    falls back to ``str(value)`` so that a catalogue typo shows the value rather than failing the request.
+    """
+
+    def __init__(self, lang: str, lookup: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self.lang = lang
+        self.lookup = lookup
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        name, _, rest = format_spec.partition(":")
+        if name == "plural":
+            return plural(self.lang, value, rest)
+        if name == "phase":
+            return self.lookup(f"phase.{value}") or str(value)
+        writer = WRITERS.get(name)
+        if writer is not None:
+            return writer(self.lang, value)
+        if not format_spec:
+            return str(value)
+        try:
+            return super().format_field(value, format_spec)
+        except (ValueError, TypeError):
+            return str(value)
+
+
+def placeholders(template: str) -> dict[str, str]:
+    """``template``'s placeholders: name -> format (``{used:resources}`` -> ``{"used": "resources"}``).
+
+    A ``plural`` placeholder counts as no format: English writes ``{jobs:plural:job|jobs}`` where Chinese writes
+    ``{jobs} 个作业``, and both mean the same number. Catalogue tests compare these maps across languages.
+    """
+    found: dict[str, str] = {}
+    for _, name, spec, _ in string.Formatter().parse(template):
+        if name is not None:
+            kind = (spec or "").partition(":")[0]
+            found[name] = "" if kind == "plural" else kind
+    return found

@@ -1,0 +1,69 @@
+"""Jobs, their pages and their events as the API shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from crater_app.schemas.base import Public
+
+
+class JobPublic(Public):
+    """A job as the API returns it. ``resources`` as submitted; ``devices`` assigned indices; times UTC.
+
+    Why it waits: ``reason`` (a sentence; for a ``Held`` job it names the limit, the usage and the position),
+    ``reason_code`` (``quota``, ``share``, ``sessions``, ``capacity``, ``fairshare``, ``queue``, ``approval``,
+    ``preempted``; ``""`` when Crater itself does not hold the job) and ``reason_args`` (the sentence's values,
+    for translation). ``admitted_at``: when it passed admission (``Held`` -> ``Queued``); ``kind`` ``batch`` or
+    ``interactive``; ``preemptible``: may be stopped to give a project its deserved share back.
+    """
+
+    id: int
+    uid: str
+    name: str
+    project: str
+    user: str
+    image: str
+    command: list[str]
+    env: dict[str, str]
+    working_dir: str | None
+    phase: str
+    reason: str
+    exit_code: int | None
+    resources: dict
+    accelerator_model: str | None
+    gpus: int
+    devices: list[int]
+    max_runtime: int | None
+    priority: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    resubmitted_from: int | None = None
+    kind: str = "batch"
+    preemptible: bool = False
+    reason_code: str = ""
+    reason_args: dict = {}
+    admitted_at: datetime | None = None
+
+
+class JobPage(Public):
+    """One page of jobs: ``items`` newest first and the ``total`` matching the filter."""
+
+    items: list[JobPublic]
+    total: int
+    page: int
+    page_size: int
+
+
+class JobEventPublic(Public):
+    """One job event: ``phase`` after it, ``reason`` word, ``message`` sentence (English, or a backend's text kept
+    verbatim), ``at`` UTC, and the message as ``code`` + ``args`` (``event.<code>`` in the catalogues; empty when
+    the message has no code)."""
+
+    id: int
+    at: datetime
+    phase: str
+    reason: str
+    message: str
+    code: str = ""
+    args: dict = {}
