@@ -64,9 +64,13 @@ class Workload:
 
 @dataclass(frozen=True)
 class WorkloadStatus:
-    """Backend view of a workload. ``state`` is a backend word: ``Pending``, ``Running``, ``Succeeded``,
-    ``Failed``, ``Cancelled`` (others pass through verbatim); ``reason`` CamelCase, ``message`` a sentence;
-    ``devices`` assigned indices; ``rev`` increases with every change (a watch cursor)."""
+    """Backend view of a workload. ``state`` is a backend word: ``Pending``, ``Running``, ``Stopping`` (a stop
+    was asked for and processes are still exiting; its devices are still held), ``Succeeded``, ``Failed``,
+    ``Cancelled`` (others pass through verbatim); ``reason`` CamelCase (``OOMKilled``, ``Signaled``, ``Error``),
+    ``message`` an English sentence or the backend's own text; ``code``/``args`` the same message as a catalogue
+    code (``event.<code>``) and its arguments, ``""`` when the backend has only text; ``devices`` assigned indices;
+    ``exit_code`` as a shell reports it (``128 + n`` for signal ``n``) and ``exit_signal`` the signal that ended
+    the process, if one did; ``rev`` increases with every change (a watch cursor)."""
 
     uid: str
     state: str
@@ -77,6 +81,9 @@ class WorkloadStatus:
     started_at: datetime | None
     finished_at: datetime | None
     rev: int
+    code: str = ""
+    args: dict = field(default_factory=dict, hash=False, compare=False)
+    exit_signal: int | None = None
 
 
 @runtime_checkable
