@@ -8,7 +8,7 @@ large job cannot be starved by a stream of small ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from crater_app.domain.resources import CPU, MEMORY, format_bytes
@@ -26,6 +26,8 @@ class Request:
     memory_bytes: int
     accelerators: dict[str, int]
     model: str | None = None
+    #: its ``max_runtime`` in seconds (``None``: unbounded); bounds its end when it is started by backfill
+    max_runtime_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,26 @@ class Capacity:
 
 
 @dataclass(frozen=True)
+class Running:
+    """A workload that holds capacity now: ``cpu_m`` millicores, ``memory_bytes`` bytes, the ``devices`` it holds,
+    and ``ends_at`` (UTC), the latest instant it can still be running (its start plus its ``max_runtime``; ``None``:
+    unbounded). Backfill reasons about when held capacity comes back from these."""
+
+    uid: str
+    cpu_m: int
+    memory_bytes: int
+    devices: tuple[FreeDevice, ...]
+    ends_at: datetime | None
+
+
+@dataclass(frozen=True)
 class Decision:
-    """Result of :func:`place`: ``placed`` uid -> device indices; ``waiting`` uid -> reason sentence."""
+    """Result of :func:`place`: ``placed`` uid -> device indices; ``waiting`` uid -> reason sentence (English);
+    ``reasons`` uid -> ``(code, args)``: the same reason as a catalogue code (``event.<code>``) and arguments."""
 
     placed: dict[str, tuple[int, ...]]
     waiting: dict[str, str]
+    reasons: dict[str, tuple[str, dict]] = field(default_factory=dict)
 
 
 def queue_order(requests: list[Request]) -> list[Request]:
@@ -73,7 +90,8 @@ def _shortfall(req: Request, cap: Capacity) -> str | None:
     return None
 
 
-def place(requests: list[Request], capacity: Capacity) -> Decision:
+def place(requests: list[Request], capacity: Capacity, running: tuple[Running, ...] | list[Running] = (),
+          now: datetime | None = None) -> Decision:
     """Place ``requests`` (any order; sorted with :func:`queue_order`) onto ``capacity``.
 
     Each placed request takes the lowest-indexed free devices of its resource (and model). Once one
