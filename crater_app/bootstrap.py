@@ -26,7 +26,12 @@ def make_backend(settings: Settings) -> ClusterBackend:
     if settings.backend == "local":
         from crater_app.cluster.local import LocalBackend
 
-        return LocalBackend(settings.data_dir, settings.local_gpus, settings.cancel_grace_s)
+        return LocalBackend(
+            settings.data_dir, settings.local_gpus, settings.cancel_grace_s, isolation=settings.local_isolation,
+            cgroups=settings.local_cgroups, cgroup_root=settings.local_cgroup_root,
+            cgroup_parent=settings.local_cgroup_parent, pids_max=settings.local_pids_max,
+            uid_range=(settings.local_uid_min, settings.local_uid_max), account_prefix=settings.local_account_prefix,
+        )
     raise ValueError(f"CRATER_BACKEND must be 'local' (got {settings.backend!r})")
 
 

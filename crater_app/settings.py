@@ -39,6 +39,15 @@ class Settings(BaseSettings):
         billing_period: ``month`` (free allowances renew on the first of each month, UTC).
         billing_charge_interval_s: the leader charges running jobs at most this often, seconds (a job that ends
             is settled up to its end at the next charge).
+        local_isolation: ``auto`` (default), ``on`` or ``off``: where Crater runs as root, each user's jobs on the
+            local backend run as an unprivileged OS account of their own, away from Crater's data (``on`` refuses to
+            start where that is impossible); otherwise as Crater's own user (docs/local-backend.md).
+        local_uid_min, local_uid_max: the uids (and gids) job accounts get, inclusive (default 60514-61183, the
+            span systemd leaves free below its ``DynamicUser`` range). local_account_prefix: their names' start.
+        local_cgroups: ``auto`` (default), ``on`` or ``off``: a cgroup per job with its memory, CPU and process
+            limits where Crater can create one (``on`` refuses to start without); else memory by ``RLIMIT_DATA``.
+        local_cgroup_root: where the cgroup hierarchies are mounted. local_cgroup_parent: the folder, in each
+            hierarchy, that holds Crater's cgroups. local_pids_max: processes (and threads) per job; 0 = no limit.
         oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off;
             ``oidc_discovery_url`` defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
@@ -69,6 +78,15 @@ class Settings(BaseSettings):
     billing_enabled: bool = False
     billing_period: str = "month"
     billing_charge_interval_s: float = 60.0
+
+    local_isolation: str = "auto"
+    local_uid_min: int = 60514
+    local_uid_max: int = 61183
+    local_account_prefix: str = "crater-"
+    local_cgroups: str = "auto"
+    local_cgroup_root: Path = Path("/sys/fs/cgroup")
+    local_cgroup_parent: str = "crater"
+    local_pids_max: int = 16384
 
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""

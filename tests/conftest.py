@@ -35,6 +35,8 @@ from sqlalchemy.engine import make_url
 from crater_app.auth import passwords
 from crater_app.cluster.base import Device
 from crater_app.cluster.local import LocalBackend
+from crater_app.cluster.local.cgroups import JobCgroup
+from crater_app.cluster.local.outcomes import Limits
 from crater_app.db.engine import make_engine, normalize_url
 from crater_app.db.migrate import upgrade
 from crater_app.domain.policy import Actor
@@ -275,15 +277,18 @@ def gpu_devices(count: int = 4, model: str = A100, resource: str = NVIDIA_GPU, s
 
 
 def kill_backend_processes(data_dir: Path) -> None:
-    """SIGKILL the process group of every workload still running in the local backend at ``data_dir``."""
+    """SIGKILL the process group of every workload still running in the local backend at ``data_dir``, then
+    everything in its cgroups, and remove those cgroups."""
     db = Path(data_dir) / "local" / "backend.db"
     if not db.exists():
         return
     conn = sqlite3.connect(db, timeout=30)
     try:
         rows = conn.execute("SELECT pid, pid_start FROM workloads WHERE pid IS NOT NULL").fetchall()
+        limits = [r[0] for r in conn.execute("SELECT limits FROM workloads WHERE pid IS NOT NULL")]
     finally:
         conn.close()
+    remove_cgroups(limits)
     for pid, pid_start in rows:
         try:
             proc = psutil.Process(pid)
@@ -295,6 +300,18 @@ def kill_backend_processes(data_dir: Path) -> None:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def remove_cgroups(limits_columns: list[str], timeout: float = 5.0) -> None:
+    """Kill the processes in the cgroups named by local-backend ``limits`` columns and remove the cgroups."""
+    groups = [g for g in (JobCgroup.from_json(Limits.from_json(text).cgroup) for text in limits_columns) if g]
+    for group in groups:
+        group.kill()
+    deadline = time.monotonic() + timeout
+    while groups and time.monotonic() < deadline:
+        groups = [g for g in groups if not g.remove()]
+        if groups:
+            time.sleep(0.02)
 
 
 @pytest.fixture

@@ -78,7 +78,7 @@ class FakeBackend:
     # -- ClusterBackend ------------------------------------------------------------------------
     def inventory(self) -> list[NodeInventory]:
         with self._lock:
-            running = [r for r in self._records.values() if r.status.state == "Running"]
+            running = [r for r in self._records.values() if r.status.state in ("Running", "Stopping")]
             allocations = {d: r.workload.uid for r in running for d in r.status.devices}
             return [NodeInventory(
                 name="fake-node", cpu_m=self.cpu_m, memory_bytes=self.memory_bytes, devices=self.devices,
@@ -109,7 +109,7 @@ class FakeBackend:
                 self._set(uid, state="Cancelled", reason="Cancelled", message=reason, finished_at=self._now())
             elif rec.status.state == "Running" and rec.stopping is None:
                 rec.stopping = reason
-                self._set(uid, message=f"stopping: {reason}")
+                self._set(uid, state="Stopping", reason="CancelRequested", message=f"stopping: {reason}")
 
     def extend(self, uid: str, max_runtime_s: int) -> None:
         with self._lock:
@@ -137,15 +137,16 @@ class FakeBackend:
         with self._lock:
             now = self.clock()
             for uid, rec in list(self._records.items()):
-                if rec.status.state != "Running":
+                if rec.status.state not in ("Running", "Stopping"):
                     continue
                 _, seconds, code = _simulate(rec.workload.command)
                 started = rec.status.started_at.timestamp()
                 if rec.stopping is not None:
                     self._set(uid, state="Cancelled", reason="Cancelled", message=rec.stopping, exit_code=143,
-                              finished_at=self._now())
+                              exit_signal=15, finished_at=self._now())
                 elif rec.workload.max_runtime_s and now - started >= rec.workload.max_runtime_s:
-                    self._set(uid, state="Failed", reason="DeadlineExceeded", exit_code=143, finished_at=self._now(),
+                    self._set(uid, state="Failed", reason="DeadlineExceeded", exit_code=143, exit_signal=15,
+                              finished_at=self._now(),
                               message=f"max_runtime of {rec.workload.max_runtime_s} s exceeded")
                 elif now - started >= seconds:
                     self._set(uid, state="Succeeded" if code == 0 else "Failed",
@@ -154,7 +155,7 @@ class FakeBackend:
             self._place()
 
     def _place(self) -> None:
-        running = [r for r in self._records.values() if r.status.state == "Running"]
+        running = [r for r in self._records.values() if r.status.state in ("Running", "Stopping")]
         held = {d for r in running for d in r.status.devices}
         capacity = Capacity(
             cpu_m=self.cpu_m - sum(r.workload.resources.cpu_m for r in running),

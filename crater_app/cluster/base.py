@@ -30,7 +30,11 @@ class Device:
 class NodeInventory:
     """A node's capacity: ``cpu_m`` millicores, ``memory_bytes`` bytes, ``devices``; ``source`` says where
     the devices came from (``nvml``, ``CRATER_LOCAL_GPUS``, ``none``); ``allocations`` maps device index to
-    the workload uid holding it."""
+    the workload uid holding it (a ``Running`` or ``Stopping`` one); ``cpu_m_allocated``/``memory_bytes_allocated``
+    what those workloads requested. ``enforcement`` maps a resource (``memory``, ``cpu``, ``pids``) to how the node
+    enforces a workload's limit (``cgroup v1``, ``cgroup v2``, ``RLIMIT_DATA``; absent: not enforced);
+    ``isolation`` is the trust model jobs run under (local backend: ``os-account``, ``not-root``, ``no-tools``,
+    ``off``; ``""`` when the backend does not say)."""
 
     name: str
     cpu_m: int
@@ -40,6 +44,8 @@ class NodeInventory:
     allocations: dict[int, str] = field(default_factory=dict)
     cpu_m_allocated: int = 0
     memory_bytes_allocated: int = 0
+    enforcement: dict[str, str] = field(default_factory=dict)
+    isolation: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,9 @@ class Workload:
 class WorkloadStatus:
     """Backend view of a workload. ``state`` is a backend word: ``Pending``, ``Running``, ``Stopping`` (a stop
     was asked for and processes are still exiting; its devices are still held), ``Succeeded``, ``Failed``,
-    ``Cancelled`` (others pass through verbatim); ``reason`` CamelCase (``OOMKilled``, ``Signaled``, ``Error``),
+    ``Cancelled`` (others pass through verbatim); ``reason`` CamelCase (``Completed``, ``Error`` for a non-zero
+    exit, ``Signaled`` for a death by signal, ``OOMKilled`` when the memory limit was exceeded, ``DeadlineExceeded``,
+    ``Cancelled``, ``ProcessLost``, ``StartError``; while ``Stopping``: ``CancelRequested`` or ``DeadlineExceeded``),
     ``message`` an English sentence or the backend's own text; ``code``/``args`` the same message as a catalogue
     code (``event.<code>``) and its arguments, ``""`` when the backend has only text; ``devices`` assigned indices;
     ``exit_code`` as a shell reports it (``128 + n`` for signal ``n``) and ``exit_signal`` the signal that ended
@@ -102,7 +110,10 @@ class ClusterBackend(Protocol):
         """:meth:`create` for several workloads at once (one transaction where the backend has them)."""
 
     def cancel(self, uid: str, reason: str) -> None:
-        """Stop the workload (graceful, then forced); unknown uids raise ``KeyError``."""
+        """Stop the workload (graceful, then forced): a pending one ends ``Cancelled`` at once; a running one is
+        ``Stopping``, holding its devices, until its last process has exited, then ``Cancelled`` with the exit
+        status it died with (``exit_code`` 143 and ``exit_signal`` 15 for SIGTERM). Unknown uids raise
+        ``KeyError``."""
 
     def extend(self, uid: str, max_runtime_s: int) -> None:
         """Set the workload's ``max_runtime`` to ``max_runtime_s`` seconds, counted from its start: its deadline

@@ -151,6 +151,7 @@ def console(redis_url, build_dir, tmp_path_factory) -> Console:
         "CRATER_DATA_DIR": str(data_dir),
         "CRATER_ADMIN_PASSWORD": ADMIN_PASSWORD,
         "CRATER_LOCAL_GPUS": LOCAL_GPUS,
+        "CRATER_LOCAL_ISOLATION": "off",  # no OS accounts made on the test machine (tests/service covers isolation)
         "REFLEX_REDIS_URL": redis_url,
         "GRANIAN_WORKERS": "2",
         "REFLEX_USE_NPM": "1",

@@ -80,7 +80,7 @@ def test_nonzero_exit_fails_with_the_code(backend):
     w = workload("exit 3")
     backend.create(w)
     st = until_state(backend, w.uid, {"Failed"})
-    assert st.exit_code == 3
+    assert st.exit_code == 3 and st.exit_signal is None, "exited by itself: no signal"
 
 
 def test_running_workloads_hold_their_devices(backend):
@@ -129,21 +129,28 @@ def test_cancel_pending_is_immediate(backend):
     assert st.state == "Cancelled" and st.started_at is None and st.finished_at is not None
 
 
-def test_cancel_running(backend):
-    w = workload("sleep 30")
+def test_cancel_running_is_stopping_until_the_process_exits(backend):
+    w = workload(["sleep", "30"], gpus=2)
     backend.create(w)
     until_state(backend, w.uid, {"Running"})
     backend.cancel(w.uid, "by test")
+    stopping = backend.status(w.uid)
+    assert stopping.state == "Stopping" and stopping.finished_at is None and stopping.devices == (0, 1)
+    assert backend.inventory()[0].allocations == {0: w.uid, 1: w.uid}, "a stopping workload holds its devices"
     backend.cancel(w.uid, "twice is harmless")
+    assert backend.status(w.uid).state in ("Stopping", "Cancelled")
     st = until_state(backend, w.uid, {"Cancelled"}, timeout=5)
-    assert st.finished_at is not None and st.exit_code is not None
+    assert st.finished_at is not None and "by test" in st.message
+    assert (st.exit_code, st.exit_signal) == (143, 15), "sleep died of SIGTERM: 128 + 15, signal 15"
+    assert backend.inventory()[0].allocations == {}
 
 
 def test_max_runtime(backend):
-    w = workload("sleep 30", max_runtime=1)
+    w = workload(["sleep", "30"], max_runtime=1)
     backend.create(w)
     st = until_state(backend, w.uid, {"Failed"}, timeout=6)
     assert st.reason == "DeadlineExceeded" and "max_runtime" in st.message
+    assert (st.exit_code, st.exit_signal) == (143, 15)
 
 
 def test_changes_is_a_watch_with_increasing_revisions(backend):
@@ -185,7 +192,7 @@ def test_extend_moves_the_deadline(backend):
     assert backend.status(w.uid).state == "Running"
     backend.extend(w.uid, 1)  # and earlier: it is past the new deadline, so it is stopped for it
     st = until_state(backend, w.uid, {"Failed"}, timeout=6)
-    assert st.reason == "DeadlineExceeded" and "max_runtime of 1 s" in st.message
+    assert st.reason == "DeadlineExceeded" and "max_runtime of 1" in st.message
     backend.extend(w.uid, 600)  # a finished workload keeps its end
     assert backend.status(w.uid).state == "Failed"
     with pytest.raises(KeyError):

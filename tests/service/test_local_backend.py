@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crater_app.cluster import local_runner
+from crater_app.cluster.local import runner as local_runner
 from crater_app.cluster.local import LocalBackend
 from tests.conftest import gpu_devices, kill_backend_processes
 from tests.helpers import process_gone, wait_for, workload
@@ -59,14 +60,26 @@ def test_working_dir_is_inside_the_job_directory(local):
     work = local.job_dir(w.uid) / "work" / "sub" / "dir"
     assert local.read_logs(w.uid).strip() == str(work)
     assert (work / "f.txt").read_text() == "data\n"
-    assert (local.job_dir(w.uid) / "exit_code").read_text() == "0"
+    assert json.loads((local.job_dir(w.uid) / "exit_code").read_text()) == {"exit_code": 0, "signal": None}
 
 
-def test_signal_death_is_recorded_shell_style(local):
-    w = workload(["sh", "-c", "kill -9 $$"])
+@pytest.mark.parametrize(("sig", "name"), [(signal.SIGKILL, "SIGKILL"), (signal.SIGTERM, "SIGTERM"),
+                                           (signal.SIGSEGV, "SIGSEGV")])
+def test_a_death_by_signal_is_reported_with_the_signal_name(local, sig, name):
+    w = workload(["sh", "-c", f"kill -{int(sig)} $$"])
     _run(local, w)
     st = local.status(w.uid)
-    assert st.state == "Failed" and st.exit_code == 137 and st.reason == "Error"
+    assert (st.state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "Signaled", 128 + sig, sig)
+    assert st.code == "local.killed_by_signal" and st.args["signal"] == name
+    assert st.message == f"killed by {name} (exit code {128 + sig})"
+
+
+def test_a_program_that_exits_with_137_itself_was_not_signalled(local):
+    w = workload(["sh", "-c", "exit 137"])
+    _run(local, w)
+    st = local.status(w.uid)
+    assert (st.state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "Error", 137, None)
+    assert st.code == "local.exited" and st.message == "exited with code 137"
 
 
 def test_a_workload_that_cannot_start_fails_alone_and_the_others_start_exactly_once(local, tmp_path):
@@ -87,7 +100,7 @@ def test_a_workload_that_cannot_start_fails_alone_and_the_others_start_exactly_o
     for bad in (bad_dir, bad_arg):
         st = local.status(bad.uid)
         assert st.state == "Failed" and st.reason == "StartError", st
-        assert "could not be started" in st.message
+        assert "could not be started" in st.message and st.code == "local.start_error"
     assert local.status(first.uid).state == local.status(later.uid).state == "Succeeded"
     assert counter.read_text() == "x\nx\n"
 
@@ -134,7 +147,7 @@ def test_the_runner_keeps_a_job_log_bounded(tmp_path):
     wrapper.write_text(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(Path(local_runner.__file__).parent)!r})
-        import local_runner as r
+        import runner as r
         r.LOG_LIMIT_BYTES, r.LOG_HEAD_BYTES, r.LOG_TAIL_BYTES = 400_000, 1_000, 100_000
         sys.exit(r.main(sys.argv[1:]))
     """))
@@ -143,7 +156,7 @@ def test_the_runner_keeps_a_job_log_bounded(tmp_path):
     with open(log, "ab") as out:
         code = subprocess.call([sys.executable, "-S", str(wrapper), str(tmp_path / "exit_code"), str(tmp_path), "--",
                                 sys.executable, "-c", program], stdout=out, stderr=subprocess.STDOUT)
-    assert code == 0 and (tmp_path / "exit_code").read_text() == "0"
+    assert code == 0 and json.loads((tmp_path / "exit_code").read_text()) == {"exit_code": 0, "signal": None}
     text = log.read_text()
     assert len(text) <= 400_000
     lines = text.splitlines()

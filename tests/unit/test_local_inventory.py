@@ -1,12 +1,12 @@
-"""cluster.local_inventory.parse_local_gpus and discover; cluster.local.job_environment."""
+"""cluster.local.inventory.parse_local_gpus and discover; cluster.local.processes.job_environment."""
 
 from __future__ import annotations
 
 import pytest
 
-from crater_app.cluster import local_inventory
-from crater_app.cluster.local import job_environment
-from crater_app.cluster.local_inventory import DEFAULT_VIRTUAL_MODEL, discover, host_capacity, parse_local_gpus
+from crater_app.cluster.local import inventory as local_inventory
+from crater_app.cluster.local.inventory import DEFAULT_VIRTUAL_MODEL, discover, host_capacity, parse_local_gpus
+from crater_app.cluster.local.processes import job_environment
 from crater_app.domain.errors import InvalidInput
 
 

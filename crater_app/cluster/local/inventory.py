@@ -13,26 +13,25 @@ from crater_app.domain.resources import NVIDIA_GPU
 
 DEFAULT_VIRTUAL_MODEL = "Virtual-GPU"
 MAX_VIRTUAL_GPUS = 64
+MAX_MODEL_CHARS = 128
 
 
 def parse_local_gpus(value: str) -> tuple[int, str]:
     """Parse ``CRATER_LOCAL_GPUS``: ``"N"`` or ``"N:MODEL"`` -> ``(N, MODEL)``; ``""`` -> ``(0, default)``.
 
     Raises:
-        InvalidInput: N not a whole number in 0..64, or an empty/oversized model name.
+        InvalidInput: ``local.gpus_format`` (N not a whole number in 0..64) or ``local.gpus_model_length`` (a model
+            name over 128 characters), field ``CRATER_LOCAL_GPUS``.
     """
     text = (value or "").strip()
     if not text:
         return 0, DEFAULT_VIRTUAL_MODEL
     count_text, _, model = text.partition(":")
     if not count_text.strip().isdigit() or int(count_text) > MAX_VIRTUAL_GPUS:
-        raise InvalidInput(
-            f"CRATER_LOCAL_GPUS must be N or N:MODEL with N a whole number from 0 to {MAX_VIRTUAL_GPUS} (got {text!r})",
-            "CRATER_LOCAL_GPUS",
-        )
+        raise InvalidInput("local.gpus_format", "CRATER_LOCAL_GPUS", value=text, max=MAX_VIRTUAL_GPUS)
     model = model.strip() or DEFAULT_VIRTUAL_MODEL
-    if len(model) > 128:
-        raise InvalidInput("CRATER_LOCAL_GPUS model name is limited to 128 characters", "CRATER_LOCAL_GPUS")
+    if len(model) > MAX_MODEL_CHARS:
+        raise InvalidInput("local.gpus_model_length", "CRATER_LOCAL_GPUS", max=MAX_MODEL_CHARS)
     return int(count_text), model
 
 

@@ -1,10 +1,17 @@
-"""Process wrapper for one local job (stdlib only; started by :mod:`crater_app.cluster.local`).
+"""Process wrapper for one local job (stdlib only; started by :mod:`crater_app.cluster.local.processes`).
 
-Usage: ``python local_runner.py EXIT_FILE CWD -- ARGV...``. It runs ARGV in CWD, waits, and writes the exit status
-atomically to EXIT_FILE: the child's code, or 128+N when it died of signal N (the shell convention), or 127 when
-ARGV[0] cannot be executed. It survives the web process: it lives in its own session, so a restarted Crater
-re-adopts it.
+Usage: ``python runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES] -- ARGV...``.
+It runs ARGV in CWD, waits, and writes the exit status atomically to EXIT_FILE as JSON:
+``{"exit_code": N, "signal": S}``. ``exit_code`` is what a shell reports: the child's own code, ``128 + S`` when it
+died of signal ``S`` (then ``signal`` is ``S``, else ``null``), 126 when it could not be set up or executed, 127
+when ARGV[0] does not exist. Only waitpid tells a signal from a program that called ``exit(137)`` itself, so the
+runner records both. It survives the web process: it lives in its own session, so a restarted Crater re-adopts it.
 
+- Limits and identity: between fork and exec the job's process (not the runner) joins each ``--cgroup`` directory
+  (its pid written to ``cgroup.procs``), gets ``RLIMIT_DATA`` when ``--rlimit-data`` is given (the fallback where no
+  memory cgroup can be made), and drops to ``--user`` (supplementary groups cleared, then gid, then uid), in that
+  order: joining a cgroup needs the runner's privileges. The runner stays outside the job's cgroups, so its own
+  memory is not charged to the job and the OOM killer of the job's cgroup never picks it.
 - Output: the runner's stdout is the job's log (the backend points it at ``output.log``, next to EXIT_FILE). The
   job writes into a pipe that the runner copies to the log, so that the log stays bounded: past
   :data:`LOG_LIMIT_BYTES` the middle is dropped (the first :data:`LOG_HEAD_BYTES` and the last
@@ -13,17 +20,22 @@ re-adopts it.
 - Descendants: on Linux the runner is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process the job
   detaches (``setsid``, double fork) stays below the runner instead of moving to init. SIGTERM is passed on to
   descendants outside the job's process group (the backend signals that group), and when the job's main process
-  has exited every descendant left is killed, as the backend does with the process group. A job can still escape
-  by other means (killing the runner, asking another service to start a process): only a cgroup bounds a job.
+  has exited every descendant left is killed, as the backend does with the process group and the job's cgroup.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not POSIX
+    resource = None  # type: ignore[assignment]
 
 LOG_LIMIT_BYTES = 256 * 1024 * 1024
 LOG_HEAD_BYTES = 8 * 1024 * 1024
@@ -31,11 +43,72 @@ LOG_TAIL_BYTES = 32 * 1024 * 1024
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def _write_exit(path: str, code: int) -> None:
+USAGE = "usage: runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES] -- ARGV..."
+
+
+def _write_exit(path: str, code: int, sig: int | None = None) -> None:
+    """Write ``{"exit_code": code, "signal": sig}`` to ``path`` atomically (a temporary file, then a rename)."""
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
-        fh.write(str(code))
+        fh.write(json.dumps({"exit_code": code, "signal": sig}))
     os.replace(tmp, path)
+
+
+def parse_options(words: list[str]) -> tuple[list[str], tuple[int, int] | None, int | None]:
+    """``(cgroup dirs, (uid, gid) or None, RLIMIT_DATA bytes or None)`` from the words between CWD and ``--``.
+
+    Raises:
+        ValueError: an unknown option, a missing value, or a value that is not a whole number.
+    """
+    cgroups: list[str] = []
+    user: tuple[int, int] | None = None
+    rlimit_data: int | None = None
+    pending = list(words)
+    while pending:
+        option = pending.pop(0)
+        if not pending:
+            raise ValueError(f"{option} needs a value")
+        value = pending.pop(0)
+        if option == "--cgroup":
+            cgroups.append(value)
+        elif option == "--user":
+            uid, _, gid = value.partition(":")
+            user = (int(uid), int(gid))
+        elif option == "--rlimit-data":
+            rlimit_data = int(value)
+        else:
+            raise ValueError(f"unknown option {option}")
+    return cgroups, user, rlimit_data
+
+
+def _child_setup(cgroups: list[str], user: tuple[int, int] | None, rlimit_data: int | None):
+    """The function run in the job's process between fork and exec (the runner has one thread then, so this is
+    safe): join the cgroups, set RLIMIT_DATA, drop to ``user``. A failure is written to the job's log and the
+    process ends with 126, as a shell reports a command that cannot be run."""
+
+    def setup() -> None:
+        step = "joining its cgroup"
+        try:
+            pid = str(os.getpid()).encode()
+            for directory in cgroups:
+                fd = os.open(os.path.join(directory, "cgroup.procs"), os.O_WRONLY)
+                try:
+                    os.write(fd, pid)
+                finally:
+                    os.close(fd)
+            if rlimit_data is not None and resource is not None:
+                step = "setting its memory limit"
+                resource.setrlimit(resource.RLIMIT_DATA, (rlimit_data, rlimit_data))
+            if user is not None:
+                step = "switching to its OS account"
+                os.setgroups([])
+                os.setgid(user[1])
+                os.setuid(user[0])
+        except OSError as exc:
+            os.write(2, f"crater: the job could not be started: {step} failed: {exc.strerror or exc}\n".encode())
+            os._exit(126)
+
+    return setup
 
 
 def _become_subreaper() -> None:
@@ -171,10 +244,17 @@ class _Log:
 
 
 def main(argv: list[str]) -> int:
-    """Run the job command; return the recorded exit status."""
-    exit_file, cwd, sep, *command = argv
-    if sep != "--" or not command:
-        print("crater runner: usage: local_runner.py EXIT_FILE CWD -- ARGV...", file=sys.stderr)
+    """Run the job command; return the recorded exit status (shell style)."""
+    try:
+        exit_file, cwd, *rest = argv
+        split = rest.index("--")
+        cgroups, user, rlimit_data = parse_options(rest[:split])
+        command = rest[split + 1:]
+    except ValueError as exc:
+        print(f"crater runner: {exc}; {USAGE}", file=sys.stderr)
+        return 2
+    if not command:
+        print(f"crater runner: {USAGE}", file=sys.stderr)
         return 2
     _become_subreaper()
     own_group = os.getpgrp()
@@ -195,7 +275,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
     read_fd, write_fd = os.pipe()
     try:
-        child = subprocess.Popen(command, cwd=cwd, stdout=write_fd, stderr=write_fd)
+        child = subprocess.Popen(command, cwd=cwd, stdout=write_fd, stderr=write_fd,
+                                 preexec_fn=_child_setup(cgroups, user, rlimit_data))
     except OSError as exc:
         os.close(read_fd)
         os.close(write_fd)
@@ -214,8 +295,8 @@ def main(argv: list[str]) -> int:
             continue
     _kill_descendants()
     pump.join(timeout=5.0)  # the rest of the output (no descendant holds the pipe any more)
-    status = 128 - code if code < 0 else code
-    _write_exit(exit_file, status)
+    status, sig = (128 - code, -code) if code < 0 else (code, None)
+    _write_exit(exit_file, status, sig)
     return status
 
 

@@ -1,0 +1,401 @@
+"""The embedded *local* backend: each workload runs as a process group on this machine.
+
+Layout per workload: ``<data_dir>/jobs/<uid>/`` with ``work/`` (the working directory), ``output.log``
+(stdout+stderr) and ``exit_code`` (written by :mod:`crater_app.cluster.local.runner`). State: the store
+(:mod:`~crater_app.cluster.local.store`). Limits: a cgroup per workload where Crater can make one
+(:mod:`~crater_app.cluster.local.cgroups`), else ``RLIMIT_DATA`` for memory. Identity: an OS account per Crater user
+when Crater runs as root (:mod:`~crater_app.cluster.local.isolation`, :mod:`~crater_app.cluster.local.accounts`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from crater_app.cluster.base import Device, NodeInventory, Workload, WorkloadStatus
+from crater_app.cluster.local import cgroups as cg
+from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, AccountError, Accounts, tools_available
+from crater_app.cluster.local.inventory import discover, host_capacity
+from crater_app.cluster.local.isolation import (ISOLATED, check_mode, harden_data_dir, open_log, prepare_job_folder,
+                                                trust_model)
+from crater_app.cluster.local.outcomes import (STOP_CANCELLED, STOP_DEADLINE, Limits, finished, say, started,
+                                               stopping, text)
+from crater_app.cluster.local.placement import Placer
+from crater_app.cluster.local.processes import (alive, job_environment, kill_leftovers, kill_tree, log_tail,
+                                                read_exit, runner_argv, signal_group, spawn)
+from crater_app.cluster.local.store import CANCELLED, FINAL, HOLDING, PENDING, RUNNING, STOPPING, Store
+from crater_app.domain.batching import GroupCommit
+from crater_app.domain.errors import InvalidInput
+
+DEFAULT_PIDS_MAX = 16384
+STALE_CGROUP_S = 3600.0  # an empty cgroup unknown to the store is swept on adoption once it is this old (seconds)
+PIDS_MAX_LIMIT = 4194304  # the kernel's largest pid_max on 64-bit Linux (PID_MAX_LIMIT)
+_PARENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
+_IN_HOLDING = f"state IN ({','.join('?' * len(HOLDING))})"
+
+
+class LocalBackend:
+    """:class:`~crater_app.cluster.base.ClusterBackend` running workloads as local process groups.
+
+    Args:
+        data_dir: Crater's data folder (state DB, job folders).
+        local_gpus: ``CRATER_LOCAL_GPUS`` value for machines without NVML devices.
+        cancel_grace_s: seconds between SIGTERM and SIGKILL.
+        devices: explicit device list (tests); ``None`` discovers them.
+        clock: seconds since the epoch (tests may pass a fake).
+        isolation: ``auto``/``on``/``off`` (``CRATER_LOCAL_ISOLATION``; the application passes its setting, default
+            ``auto``): jobs as OS accounts of their own where Crater is root.
+        cgroups: ``auto``/``on``/``off`` (``CRATER_LOCAL_CGROUPS``): a cgroup per workload under
+            ``cgroup_root``/<controller>/``cgroup_parent``; ``pids_max`` processes per job (0: no limit).
+        uid_range, account_prefix: the job accounts' uids and name prefix.
+
+    Raises:
+        InvalidInput: a setting out of range, or ``on`` for something this machine does not offer.
+    """
+
+    name = "local"
+
+    def __init__(
+        self, data_dir: Path, local_gpus: str = "", cancel_grace_s: float = 10.0, devices: list[Device] | None = None,
+        clock: Callable[[], float] = time.time, *, isolation: str = "off", cgroups: str = "auto",
+        cgroup_root: Path = Path("/sys/fs/cgroup"), cgroup_parent: str = "crater", pids_max: int = DEFAULT_PIDS_MAX,
+        uid_range: tuple[int, int] = DEFAULT_UID_RANGE, account_prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        check_mode(cgroups, "CRATER_LOCAL_CGROUPS")
+        if not _PARENT.fullmatch(cgroup_parent) or ".." in cgroup_parent.split("/"):
+            raise InvalidInput("local.cgroup_parent", "CRATER_LOCAL_CGROUP_PARENT", value=cgroup_parent)
+        if not 0 <= pids_max <= PIDS_MAX_LIMIT:
+            raise InvalidInput("local.pids_max", "CRATER_LOCAL_PIDS_MAX", value=pids_max, min=0, max=PIDS_MAX_LIMIT)
+        euid = os.geteuid()
+        self.trust = trust_model(isolation, euid, euid == 0 and tools_available())
+        self.data_dir = Path(data_dir).resolve()
+        self.accounts = Accounts(str(self.data_dir), uid_range, account_prefix)
+        if cgroups == "off":
+            self.cgroups = cg.unavailable("off", cgroup_parent)
+        else:
+            self.cgroups = cg.prepare(cg.detect(cgroup_root, cgroup_parent))
+            if cgroups == "on" and self.cgroups.version is None:
+                raise InvalidInput("local.cgroups_unavailable", "CRATER_LOCAL_CGROUPS", reason=self.cgroups.reason,
+                                   root=str(cgroup_root))
+        self.jobs_dir = self.data_dir / "jobs"
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.pids_max = pids_max
+        if devices is None:
+            devices, self.device_source = discover(local_gpus)
+        else:
+            self.device_source = "explicit"
+        self.devices: tuple[Device, ...] = tuple(devices)
+        self.node_name, self.cpu_m, self.memory_bytes = host_capacity()
+        self.cancel_grace_s = cancel_grace_s
+        self.clock = clock
+        self._own_account = (_account_name(euid), euid)
+        self._children: dict[str, subprocess.Popen] = {}
+        self._left_cgroups: dict[str, cg.JobCgroup] = {}  # finished workloads whose cgroups are not gone yet
+        self._creates = GroupCommit()
+        self._store = Store(self.data_dir / "local" / "backend.db")
+        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start)
+        self._harden()
+
+    # -- for tests and tools that reach into the store ------------------------------------------
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._store.conn
+
+    @property
+    def _lock(self):
+        return self._store.lock
+
+    def _tx(self):
+        return self._store.tx()
+
+    def close(self) -> None:
+        """Close the store (running jobs go on)."""
+        self._store.close()
+
+    def job_dir(self, uid: str) -> Path:
+        """Folder of workload ``uid`` (``work/``, ``output.log``, ``exit_code``)."""
+        return self.jobs_dir / uid
+
+    @property
+    def enforcement(self) -> dict[str, str]:
+        """Resource -> how its limit is enforced on this machine (``cgroup v1``/``cgroup v2``, memory falls back to
+        ``RLIMIT_DATA``); resources without enforcement are absent."""
+        out = {"memory": self.cgroups.mechanism("memory") or "RLIMIT_DATA"}
+        if self.cgroups.mechanism("cpu"):
+            out["cpu"] = self.cgroups.mechanism("cpu")
+        if self.pids_max and self.cgroups.mechanism("pids"):
+            out["pids"] = self.cgroups.mechanism("pids")
+        return out
+
+    # -- ClusterBackend ------------------------------------------------------------------------
+    def inventory(self) -> list[NodeInventory]:
+        """One node: this machine, with the devices held by running and stopping workloads."""
+        rows = self._store.read(f"SELECT uid, devices, cpu_m, memory_bytes FROM workloads WHERE {_IN_HOLDING}",
+                                HOLDING)
+        allocations = {index: uid for uid, devices, _, _ in rows for index in json.loads(devices)}
+        return [NodeInventory(
+            name=self.node_name, cpu_m=self.cpu_m, memory_bytes=self.memory_bytes, devices=self.devices,
+            source=self.device_source, allocations=allocations, cpu_m_allocated=sum(r[2] for r in rows),
+            memory_bytes_allocated=sum(r[3] for r in rows), enforcement=self.enforcement, isolation=self.trust,
+        )]
+
+    def create(self, workload: Workload) -> None:
+        """Queue ``workload`` as ``Pending`` (idempotent on ``uid``)."""
+        # Concurrent creates (e.g. many submissions at once) share one transaction.
+        self._creates.run(self._row(workload), self._insert_workloads)
+
+    def create_many(self, workloads: list[Workload]) -> None:
+        """:meth:`create` for several workloads in one transaction (batched submissions)."""
+        self._insert_workloads([self._row(w) for w in workloads])
+
+    @staticmethod
+    def _row(workload: Workload) -> tuple:
+        spec = {
+            "name": workload.name, "project": workload.project, "user": workload.user, "image": workload.image,
+            "command": list(workload.command), "env": workload.env, "working_dir": workload.working_dir,
+        }
+        waiting = say("local.waiting_for_placement")
+        return (
+            workload.uid, json.dumps(spec), workload.priority, workload.created_at.timestamp(),
+            workload.resources.cpu_m, workload.resources.memory_bytes,
+            json.dumps(workload.resources.accelerators), workload.accelerator_model, workload.max_runtime_s,
+            PENDING, "Queued", waiting["message"], waiting["code"], waiting["args"],
+        )
+
+    def _insert_workloads(self, rows: list[tuple]) -> list[None]:
+        with self._store.tx() as conn:
+            rev = self._store.next_rev(conn)
+            conn.executemany(
+                "INSERT OR IGNORE INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
+                " model, max_runtime_s, state, reason, message, code, args, rev)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(*row, rev + i) for i, row in enumerate(rows)],
+            )
+        return [None] * len(rows)
+
+    def cancel(self, uid: str, reason: str) -> None:
+        """Cancel: a pending workload ends at once; a running one is ``Stopping`` (SIGTERM to its process group,
+        SIGKILL after the grace) until its last process has exited. A stopping one is left to finish.
+
+        Raises:
+            KeyError: unknown ``uid``.
+        """
+        with self._store.tx() as conn:
+            row = conn.execute("SELECT state, pid, term_sent_at FROM workloads WHERE uid = ?", (uid,)).fetchone()
+            if row is None:
+                raise KeyError(uid)
+            state, pid, term_sent = row
+            now = self.clock()
+            if state == PENDING:
+                self._store.update(conn, uid, state=CANCELLED, reason="Cancelled", finished_at=now, **text(reason))
+            elif state == RUNNING and term_sent is None:
+                self._store.update(conn, uid, state=STOPPING, reason="CancelRequested", stop_reason=STOP_CANCELLED,
+                                   stop_message=reason, term_sent_at=now, **stopping(STOP_CANCELLED, reason))
+                signal_group(pid, signal.SIGTERM)
+
+    def extend(self, uid: str, max_runtime_s: int) -> None:
+        """Move the deadline: ``max_runtime_s`` seconds from the workload's start (the column :meth:`tick` checks
+        each round). Finished workloads and those already stopping (cancelled, or past their old deadline) keep
+        theirs.
+
+        Raises:
+            KeyError: unknown ``uid``.
+        """
+        with self._store.tx() as conn:
+            row = conn.execute("SELECT state, term_sent_at FROM workloads WHERE uid = ?", (uid,)).fetchone()
+            if row is None:
+                raise KeyError(uid)
+            state, term_sent = row
+            if state in FINAL or state == STOPPING or term_sent is not None:
+                return
+            conn.execute("UPDATE workloads SET max_runtime_s = ? WHERE uid = ?", (max_runtime_s, uid))
+        self._placer.forget(uid)
+
+    def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
+        """Statuses changed after ``since_rev``, in change order (at most ``limit``)."""
+        return self._store.changes(since_rev, limit)
+
+    def status(self, uid: str) -> WorkloadStatus | None:
+        """Current status of ``uid`` or ``None``."""
+        return self._store.status(uid)
+
+    def read_logs(self, uid: str, tail_bytes: int = 65536) -> str:
+        """Last ``tail_bytes`` of the job's ``output.log`` (:func:`~crater_app.cluster.local.processes.log_tail`)."""
+        return log_tail(self.job_dir(uid) / "output.log", tail_bytes)
+
+    def tick(self) -> None:
+        """Reap exits, enforce ``max_runtime`` and cancellation grace, remove finished cgroups, then place queued
+        workloads."""
+        self._watch_running()
+        for uid, cgroup in list(self._left_cgroups.items()):
+            cgroup.kill()
+            if cgroup.remove():
+                self._left_cgroups.pop(uid, None)
+        self._placer.round()
+
+    def adopt(self) -> None:
+        """Re-adopt workloads left running (or stopping) by an earlier web process (same pid and start time), or
+        finish them (``ProcessLost`` unless ``exit_code`` was written); remove the cgroups of finished workloads a
+        crash left behind; set the data folder's modes again (isolation)."""
+        self._harden()
+        rows = self._store.read(f"SELECT uid, pid, pid_start FROM workloads WHERE {_IN_HOLDING}", HOLDING)
+        for uid, pid, pid_start in rows:
+            if uid not in self._children and not alive(pid, pid_start):
+                self._finish_if_exited(uid, adopted=True)
+        names = list(cg.leftovers(self.cgroups))
+        known: set[str] = set()
+        for i in range(0, len(names), 500):
+            chunk = names[i:i + 500]
+            found = self._store.read(f"SELECT uid, state FROM workloads WHERE uid IN ({','.join('?' * len(chunk))})",
+                                     chunk)
+            for uid, state in found:
+                known.add(uid)
+                if state in FINAL and uid not in self._left_cgroups:
+                    self._left_cgroups[uid] = cg.of_workload(self.cgroups, uid)  # removed by the next tick
+        for name in set(names) - known:
+            # Not ours (another Crater on this machine, or a workload whose row was lost): removed only when empty and
+            # older than STALE_CGROUP_S, so that a cgroup another backend has just made for a job is never touched.
+            cgroup = cg.of_workload(self.cgroups, name)
+            if not cgroup.pids() and cgroup.age_s(self.clock()) > STALE_CGROUP_S:
+                cgroup.remove()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _harden(self) -> None:
+        if self.trust == ISOLATED:
+            harden_data_dir(self.data_dir, self.jobs_dir, self.data_dir / "local")
+
+    def _finish_if_exited(self, uid: str, adopted: bool = False) -> None:
+        exit_status = read_exit(self.job_dir(uid) / "exit_code")
+        found = self._store.read("SELECT state, pid, pid_start, limits FROM workloads WHERE uid = ?", (uid,))
+        if not found or found[0][0] not in HOLDING:
+            return
+        kill_leftovers(found[0][1], found[0][2])
+        limits = Limits.from_json(found[0][3])
+        cgroup = cg.JobCgroup.from_json(limits.cgroup)
+        if cgroup is not None:
+            cgroup.kill()  # what is left of the job, wherever in its tree it was
+        with self._store.tx() as conn:
+            row = conn.execute(
+                "SELECT state, stop_reason, stop_message, term_sent_at, max_runtime_s FROM workloads WHERE uid = ?",
+                (uid,),
+            ).fetchone()
+            if row is None or row[0] not in HOLDING:
+                return
+            _, stop_reason, stop_message, term_sent, max_runtime = row
+            child = self._children.get(uid)
+            runner_signal = -child.returncode if child is not None and (child.returncode or 0) < 0 else None
+            outcome = finished(exit_status, stop_reason=stop_reason, stop_text=stop_message or "",
+                               stop_sent=term_sent is not None, runner_signal=runner_signal, max_runtime_s=max_runtime,
+                               oom_kills=cgroup.oom_kills() if cgroup is not None else 0, limits=limits,
+                               adopted=adopted)
+            self._store.update(conn, uid, state=outcome.state, reason=outcome.reason, exit_code=outcome.exit_code,
+                               exit_signal=outcome.exit_signal, finished_at=self.clock(), **outcome.message)
+        self._children.pop(uid, None)
+        if cgroup is not None and not cgroup.remove():
+            self._left_cgroups[uid] = cgroup
+
+    def _watch_running(self) -> None:
+        rows = self._store.read(
+            "SELECT uid, pid, pid_start, started_at, max_runtime_s, term_sent_at, limits FROM workloads"
+            f" WHERE {_IN_HOLDING}", HOLDING,
+        )
+        now = self.clock()
+        for uid, pid, pid_start, started_at, max_runtime, term_sent, limits in rows:
+            child = self._children.get(uid)
+            exited = child.poll() is not None if child is not None else not alive(pid, pid_start)
+            if exited:
+                self._finish_if_exited(uid, adopted=child is None)
+                continue
+            if term_sent is None and max_runtime and started_at is not None and now - started_at >= max_runtime:
+                with self._store.tx() as conn:
+                    state = conn.execute("SELECT state FROM workloads WHERE uid = ?", (uid,)).fetchone()[0]
+                    if state != RUNNING:
+                        continue  # cancelled meanwhile
+                    self._store.update(conn, uid, state=STOPPING, reason="DeadlineExceeded", stop_reason=STOP_DEADLINE,
+                                       term_sent_at=now, **stopping(STOP_DEADLINE, max_runtime_s=max_runtime))
+                signal_group(pid, signal.SIGTERM)
+            elif term_sent is not None and now - term_sent >= self.cancel_grace_s:
+                kill_tree(pid, pid_start)
+                cgroup = cg.JobCgroup.from_json(Limits.from_json(limits).cgroup)
+                if cgroup is not None:
+                    cgroup.kill()
+
+    def _limits(self, uid: str, cpu_m: int, memory_bytes: int) -> tuple[Limits, cg.JobCgroup | None, int | None]:
+        """Create the workload's cgroups (when there are any): ``(its limits, the cgroups, RLIMIT_DATA or None)``."""
+        amounts: dict[str, int] = {}
+        by: dict[str, str] = {}
+        cgroup = None
+        if self.cgroups.version is not None:
+            cgroup, applied = cg.create(self.cgroups, uid, memory_bytes, cpu_m, self.pids_max)
+            for resource, amount in applied.items():
+                amounts[resource], by[resource] = amount, self.cgroups.mechanism(resource)
+        rlimit = None
+        if memory_bytes > 0 and "memory" not in amounts:
+            rlimit = amounts["memory"] = memory_bytes
+            by["memory"] = "RLIMIT_DATA"
+        order = ("cpu", "memory", "pids")
+        return (Limits({k: amounts[k] for k in order if k in amounts}, {k: by[k] for k in order if k in by},
+                       None if cgroup is None else cgroup.to_json()), cgroup, rlimit)
+
+    def _fail_start(self, conn: sqlite3.Connection, uid: str, message: dict[str, str]) -> None:
+        self._store.update(conn, uid, state="Failed", reason="StartError", finished_at=self.clock(), **message)
+
+    def _start(self, conn: sqlite3.Connection, uid: str, devices: tuple[int, ...]) -> None:
+        spec_text, cpu_m, memory_bytes = conn.execute(
+            "SELECT spec, cpu_m, memory_bytes FROM workloads WHERE uid = ?", (uid,)).fetchone()
+        spec = json.loads(spec_text)
+        folder = self.job_dir(uid)
+        # Whatever goes wrong here fails this workload only. Raising would roll back the whole placement round -
+        # after the workloads placed before this one were already started, so that the next round would start
+        # them again (duplicates), and no workload would ever be placed again while this one stays pending.
+        cgroup = None
+        try:
+            account, owner = self._own_account, None
+            if self.trust == ISOLATED:
+                made = self.accounts.for_user(conn, spec["user"])
+                account, owner = (made.name, made.uid), (made.uid, made.gid)
+            cwd = prepare_job_folder(folder, spec.get("working_dir"), owner)
+            try:
+                limits, cgroup, rlimit = self._limits(uid, cpu_m, memory_bytes)
+            except OSError as exc:
+                return self._fail_start(conn, uid, say("local.cgroup_error", error=_error_text(exc)))
+            env = job_environment(dict(os.environ), spec.get("env") or {}, uid, devices,
+                                  account=account[0] if owner else None, home=folder / "work")
+            argv = runner_argv(folder, cwd, spec["command"], cgroup.folders if cgroup else (), owner, rlimit)
+            log = open_log(folder)
+            try:
+                proc, pid_start = spawn(argv, cwd, env, log)
+            finally:
+                os.close(log)
+        except AccountError as exc:
+            return self._fail_start(conn, uid, say(exc.code, **exc.args_))
+        except Exception as exc:  # noqa: BLE001 - e.g. OSError (mkdir, exec), ValueError (text no process can take)
+            if cgroup is not None:
+                cgroup.remove()
+            return self._fail_start(conn, uid, say("local.start_error", error=_error_text(exc)))
+        self._children[uid] = proc
+        message = started(self.node_name, devices, self.trust, account[0], account[1], limits, owner is not None)
+        self._store.update(conn, uid, state=RUNNING, reason="Started", devices=json.dumps(list(devices)),
+                           pid=proc.pid, pid_start=pid_start, started_at=self.clock(), limits=limits.to_json(),
+                           **message)
+
+
+def _error_text(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, as valid UTF-8 and at most 500 characters."""
+    message = f"{type(exc).__name__}: {exc}"
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")[:500]
+
+
+def _account_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)

@@ -1,0 +1,92 @@
+"""The local backend's placement round: pending workloads onto this machine's free devices, CPU and memory.
+
+The rule itself is :func:`crater_app.domain.placement.place` (pure); this module reads the store, calls it once per
+round, records each waiting workload's reason and starts the placed ones, all in one write transaction. Capacity
+held by ``Running`` and ``Stopping`` workloads is not free: a stopped job's devices come back when its last process
+has exited.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Callable
+
+from crater_app.cluster.base import Device
+from crater_app.cluster.local.outcomes import english
+from crater_app.cluster.local.store import HOLDING, PENDING, Store, ts
+from crater_app.domain.placement import Capacity, FreeDevice, Request, place
+
+#: how pending workloads are read when they are new to the round's cache
+_CHUNK = 500
+
+
+class Placer:
+    """Runs placement rounds over ``store`` for a node of ``cpu_m`` millicores, ``memory_bytes`` bytes and
+    ``devices``; ``start(conn, uid, devices)`` starts one placed workload inside the round's transaction (it must not
+    raise: a failure fails that workload only)."""
+
+    def __init__(self, store: Store, cpu_m: int, memory_bytes: int, devices: tuple[Device, ...],
+                 start: Callable[[sqlite3.Connection, str, tuple[int, ...]], None]) -> None:
+        self.store = store
+        self.cpu_m, self.memory_bytes, self.devices = cpu_m, memory_bytes, devices
+        self.start = start
+        self._placed_rev = -1  # the store's revision after the last round: no change, no round
+        self._requests: dict[str, Request] = {}  # uid -> placement request of a pending workload
+
+    def round(self) -> None:
+        """One round: nothing when the store has not changed since the last one."""
+        with self.store.tx() as conn:
+            if self.store.head(conn) == self._placed_rev:
+                return
+            running = conn.execute(
+                "SELECT uid, devices, cpu_m, memory_bytes, started_at, max_runtime_s FROM workloads"
+                f" WHERE state IN ({','.join('?' * len(HOLDING))})", HOLDING,
+            ).fetchall()
+            held = {i for r in running for i in json.loads(r[1])}
+            capacity = Capacity(
+                cpu_m=self.cpu_m - sum(r[2] for r in running),
+                memory_bytes=self.memory_bytes - sum(r[3] for r in running),
+                devices=tuple(FreeDevice(d.index, d.resource, d.model) for d in self.devices if d.index not in held),
+            )
+            pending = conn.execute("SELECT uid, message FROM workloads WHERE state = ?", (PENDING,)).fetchall()
+            requests = self._pending_requests(conn, [r[0] for r in pending])
+            messages = dict(pending)
+            decision = place(requests, capacity)
+            changed = [(uid, message) for uid, message in decision.waiting.items() if messages[uid] != message]
+            if changed:  # as one Store.update per workload (revs head+1, head+2, ...), in one statement
+                rev = self.store.next_rev(conn)
+                rows = []
+                for i, (uid, message) in enumerate(changed):
+                    code, args = decision.reasons.get(uid, ("", {}))
+                    rows.append(("Queued", english(code, args) if code else message, code, json.dumps(args),
+                                 rev + i, uid))
+                conn.executemany("UPDATE workloads SET reason = ?, message = ?, code = ?, args = ?, rev = ?"
+                                 " WHERE uid = ?", rows)
+            for uid, devices in decision.placed.items():
+                self.start(conn, uid, devices)
+            self._placed_rev = self.store.head(conn)
+
+    def _pending_requests(self, conn: sqlite3.Connection, uids: list[str]) -> list[Request]:
+        """Placement requests of the pending workloads ``uids``. A request never changes while its workload
+        is pending (priority, time and resources are written once, by ``create``), so they are kept
+        between rounds and only new workloads are read and decoded: a round over a long queue stays cheap."""
+        cache = self._requests
+        missing = [uid for uid in uids if uid not in cache]
+        for i in range(0, len(missing), _CHUNK):
+            chunk = missing[i:i + _CHUNK]
+            rows = conn.execute(
+                "SELECT uid, priority, created_at, cpu_m, memory_bytes, accelerators, model, max_runtime_s"
+                f" FROM workloads WHERE uid IN ({','.join('?' * len(chunk))})", chunk,
+            ).fetchall()
+            for r in rows:
+                cache[r[0]] = Request(uid=r[0], priority=r[1], created_at=ts(r[2]), cpu_m=r[3], memory_bytes=r[4],
+                                      accelerators=json.loads(r[5]), model=r[6], max_runtime_s=r[7])
+        if len(cache) > len(uids):  # forget workloads that are no longer pending
+            live = set(uids)
+            self._requests = cache = {uid: req for uid, req in cache.items() if uid in live}
+        return [cache[uid] for uid in uids]
+
+    def forget(self, uid: str) -> None:
+        """Drop the cached request of ``uid`` (its max_runtime changed while it waits)."""
+        self._requests.pop(uid, None)

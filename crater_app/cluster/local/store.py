@@ -1,0 +1,136 @@
+"""The local backend's own state: one SQLite file, ``<data_dir>/local/backend.db``.
+
+It survives restarts of the web process and is shared safely between processes (WAL mode); writes run under
+``BEGIN IMMEDIATE``, so placement never gives one device to two workloads. Tables: ``workloads`` (one row per
+workload uid; ``rev`` increases with every change and is the watch cursor of ``changes``) and ``accounts`` (the OS
+accounts of Crater users, :mod:`crater_app.cluster.local.accounts`). Columns added by later versions are added to
+an older file when it is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from crater_app.cluster.base import WorkloadStatus
+
+PENDING, RUNNING, STOPPING = "Pending", "Running", "Stopping"
+SUCCEEDED, FAILED, CANCELLED = "Succeeded", "Failed", "Cancelled"
+FINAL = (SUCCEEDED, FAILED, CANCELLED)
+#: states whose workload holds its devices, CPU and memory (a Stopping one until its last process has exited)
+HOLDING = (RUNNING, STOPPING)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS workloads (
+  uid TEXT PRIMARY KEY, spec TEXT NOT NULL, priority INTEGER NOT NULL, created_at REAL NOT NULL,
+  cpu_m INTEGER NOT NULL, memory_bytes INTEGER NOT NULL, accelerators TEXT NOT NULL, model TEXT,
+  max_runtime_s INTEGER, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', message TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER, devices TEXT NOT NULL DEFAULT '[]', pid INTEGER, pid_start REAL,
+  started_at REAL, finished_at REAL, stop_reason TEXT, stop_message TEXT, term_sent_at REAL,
+  rev INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_workloads_rev ON workloads(rev);
+CREATE INDEX IF NOT EXISTS ix_workloads_state ON workloads(state, priority, created_at);
+CREATE TABLE IF NOT EXISTS accounts (
+  user TEXT PRIMARY KEY, account TEXT NOT NULL UNIQUE, uid INTEGER NOT NULL UNIQUE, gid INTEGER NOT NULL,
+  created_at REAL NOT NULL
+);
+"""
+#: columns of ``workloads`` newer than its first version: name -> definition
+ADDED_COLUMNS = {
+    "code": "TEXT NOT NULL DEFAULT ''",  # the message as a catalogue code (event.<code>) ...
+    "args": "TEXT NOT NULL DEFAULT '{}'",  # ... and its arguments (JSON)
+    "exit_signal": "INTEGER",  # the signal that ended the job's main process
+    "limits": "TEXT NOT NULL DEFAULT '{}'",  # outcomes.Limits as JSON: amounts, mechanisms, cgroup folders
+}
+STATUS_COLUMNS = ("uid, state, reason, message, exit_code, devices, started_at, finished_at, rev, code, args,"
+                  " exit_signal")
+
+
+def ts(value: float | None) -> datetime | None:
+    """Epoch seconds as a UTC datetime (``None`` stays ``None``)."""
+    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+
+
+def status_from_row(row: tuple) -> WorkloadStatus:
+    """A :class:`WorkloadStatus` from a row of :data:`STATUS_COLUMNS`."""
+    uid, state, reason, message, exit_code, devices, started, finished, rev, code, args, exit_signal = row
+    try:
+        decoded = json.loads(args or "{}")
+    except ValueError:
+        decoded = {}
+    return WorkloadStatus(
+        uid=uid, state=state, reason=reason, message=message, exit_code=exit_code,
+        devices=tuple(json.loads(devices)), started_at=ts(started), finished_at=ts(finished), rev=rev,
+        code=code or "", args=decoded if isinstance(decoded, dict) else {}, exit_signal=exit_signal,
+    )
+
+
+class Store:
+    """The SQLite store at ``path`` (created with its folder when missing). Thread-safe: one connection behind a
+    re-entrant lock (``lock``), transactions through :meth:`tx`."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(SCHEMA)
+        with self.tx() as conn:
+            have = {r[1] for r in conn.execute("PRAGMA table_info(workloads)")}
+            for name, definition in ADDED_COLUMNS.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE workloads ADD COLUMN {name} {definition}")
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``), committed on success and rolled back on any exception."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def read(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        """Rows of one query, outside any transaction of this process."""
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    @staticmethod
+    def head(conn: sqlite3.Connection) -> int:
+        """The latest revision (0 when empty)."""
+        return conn.execute("SELECT COALESCE(MAX(rev), 0) FROM workloads").fetchone()[0]
+
+    def next_rev(self, conn: sqlite3.Connection) -> int:
+        """The revision the next change gets."""
+        return self.head(conn) + 1
+
+    def update(self, conn: sqlite3.Connection, uid: str, **cols: object) -> None:
+        """Set ``cols`` of workload ``uid`` and give it the next revision (a change the watch reports)."""
+        cols["rev"] = self.next_rev(conn)
+        assignments = ", ".join(f"{k} = ?" for k in cols)
+        conn.execute(f"UPDATE workloads SET {assignments} WHERE uid = ?", (*cols.values(), uid))
+
+    def status(self, uid: str) -> WorkloadStatus | None:
+        """Current status of ``uid`` or ``None``."""
+        rows = self.read(f"SELECT {STATUS_COLUMNS} FROM workloads WHERE uid = ?", (uid,))
+        return status_from_row(rows[0]) if rows else None
+
+    def changes(self, since_rev: int, limit: int) -> list[WorkloadStatus]:
+        """Statuses changed after ``since_rev``, in change order (at most ``limit``)."""
+        rows = self.read(f"SELECT {STATUS_COLUMNS} FROM workloads WHERE rev > ? ORDER BY rev LIMIT ?",
+                         (since_rev, limit))
+        return [status_from_row(r) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()

@@ -1,0 +1,271 @@
+"""Limits the local backend enforces on real processes: memory (a cgroup, else RLIMIT_DATA), CPU quota, process
+count, Stopping while a stopped job's processes exit, cgroups removed after the job and swept after a crash."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from crater_app.bootstrap import make_backend
+from crater_app.cluster.local import LocalBackend
+from crater_app.cluster.local.backend import STALE_CGROUP_S
+from crater_app.cluster.local import cgroups as cg
+from crater_app.cluster.local.outcomes import Limits
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.resources import parse_resources
+from crater_app.settings import Settings
+from tests.conftest import gpu_devices, kill_backend_processes
+from tests.helpers import wait_for, workload
+
+MiB = 1024**2
+PYTHON = shutil.which("python3") or "/usr/bin/python3"
+ALLOCATE_256_MIB = f"b = bytearray(256 * {MiB}); print('allocated', len(b), flush=True)"
+SUPPORT = cg.detect(Path("/sys/fs/cgroup"))
+needs_cgroups = pytest.mark.skipif(
+    SUPPORT.version is None or not {"memory", "cpu", "pids"} <= SUPPORT.controllers,
+    reason=f"no writable memory/cpu/pids cgroups here ({SUPPORT.reason})")
+
+
+def _backend(tmp_path, **options) -> LocalBackend:
+    options.setdefault("cancel_grace_s", 0.3)
+    return LocalBackend(tmp_path / "data", devices=gpu_devices(2), **options)
+
+
+@pytest.fixture
+def backends(tmp_path):
+    made: list[LocalBackend] = []
+
+    def build(**options) -> LocalBackend:
+        be = _backend(tmp_path, **options)
+        made.append(be)
+        return be
+
+    yield build
+    kill_backend_processes(tmp_path / "data")
+    for be in made:
+        be.close()
+
+
+def _with(w, **resources):
+    return replace(w, resources=parse_resources(resources))
+
+
+def _finish(be: LocalBackend, w, timeout: float = 15.0):
+    be.create(w)
+    return wait_for(lambda: (st := be.status(w.uid)) and st.state in ("Succeeded", "Failed", "Cancelled") and st,
+                    timeout, step=be.tick, what=f"{w.uid} finished")
+
+
+def _cgroup_of(be: LocalBackend, uid: str) -> cg.JobCgroup:
+    return cg.of_workload(be.cgroups, uid)
+
+
+@needs_cgroups
+def test_a_job_over_its_memory_limit_is_oom_killed(backends):
+    """The case a user reported: a 128Mi job allocated 256 MiB and succeeded."""
+    be = backends(cgroups="on")
+    w = _with(workload([PYTHON, "-c", ALLOCATE_256_MIB]), memory="128Mi")
+    st = _finish(be, w)
+    assert (st.state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "OOMKilled", 137, 9)
+    assert st.code == "local.oom_killed" and st.args["limit"] == 128 * MiB
+    assert st.message.startswith("killed: used more than its memory limit of 128 MiB")
+    assert "allocated" not in be.read_logs(w.uid)
+    assert not any(f.exists() for f in _cgroup_of(be, w.uid).folders), "its cgroups are gone with it"
+
+
+@needs_cgroups
+def test_a_job_within_its_memory_limit_runs(backends):
+    be = backends(cgroups="on")
+    st = _finish(be, _with(workload([PYTHON, "-c", ALLOCATE_256_MIB]), memory="512Mi"))
+    assert (st.state, st.exit_code) == ("Succeeded", 0)
+
+
+def test_without_cgroups_memory_is_limited_by_rlimit_data(backends):
+    be = backends(cgroups="off")
+    assert be.enforcement == {"memory": "RLIMIT_DATA"}
+    w = _with(workload([PYTHON, "-c", ALLOCATE_256_MIB]), memory="128Mi")
+    st = _finish(be, w)
+    assert st.state == "Failed" and st.code == "local.exited_memory_rlimit" and st.args["limit"] == 128 * MiB
+    assert "MemoryError" in be.read_logs(w.uid)
+    assert "RLIMIT_DATA" in st.message
+
+
+@needs_cgroups
+def test_the_limits_are_written_and_stated_when_the_job_starts(backends, tmp_path):
+    be = backends(cgroups="on", pids_max=64)
+    flag, ready = tmp_path / "go", tmp_path / "ready"
+    w = _with(workload(["sh", "-c", f"touch {ready}; while [ ! -e {flag} ]; do sleep 0.05; done"]), cpu="500m",
+              memory="64Mi")
+    be.create(w)
+    st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
+    wait_for(ready.exists, 10, what="the job runs")
+    group = _cgroup_of(be, w.uid)
+    by_controller = {f.parts[-3]: f for f in group.folders} if SUPPORT.version == 1 else {}
+    if SUPPORT.version == 1:
+        assert (by_controller["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "50000"
+        assert (by_controller["cpu"] / "cpu.cfs_period_us").read_text().strip() == "100000"
+        assert (by_controller["memory"] / "memory.limit_in_bytes").read_text().strip() == str(64 * MiB)
+        assert (by_controller["pids"] / "pids.max").read_text().strip() == "64"
+    else:  # pragma: no cover - a v2 machine
+        assert (group.folders[0] / "cpu.max").read_text().split() == ["50000", "100000"]
+        assert (group.folders[0] / "memory.max").read_text().strip() == str(64 * MiB)
+    assert group.pids(), "the job's processes are in its cgroups"
+    mechanism = f"cgroup v{SUPPORT.version}"
+    assert st.args["limits"] == {"cpu": 500, "memory": 64 * MiB, "pids": 64}
+    assert st.args["enforcement"] == f"{mechanism} (cpu, memory, pids)" and mechanism in st.message
+    assert be.inventory()[0].enforcement == {"memory": mechanism, "cpu": mechanism, "pids": mechanism}
+    flag.touch()
+    assert wait_for(lambda: be.status(w.uid).state == "Succeeded", 10, step=be.tick)
+    assert not any(f.exists() for f in group.folders)
+
+
+FORK_UNTIL_REFUSED = """
+import os, time
+count = 0
+try:
+    while count < 200:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        count += 1
+    print("never refused", flush=True)
+except OSError as exc:
+    print("refused after", count, exc.strerror, flush=True)
+"""
+
+
+@needs_cgroups
+def test_the_process_limit_stops_a_fork_bomb(backends):
+    be = backends(cgroups="on", pids_max=20)
+    w = workload([PYTHON, "-c", FORK_UNTIL_REFUSED])
+    st = _finish(be, w)
+    assert st.state == "Succeeded"
+    words = be.read_logs(w.uid).split()
+    assert words[:2] == ["refused", "after"] and int(words[2]) == 19, "20 processes: the job and 19 children"
+    assert not any(f.exists() for f in _cgroup_of(be, w.uid).folders), "its children were killed with it"
+
+
+def _deaf(ready: Path, **fields):
+    """A job that ignores SIGTERM (and says so in ``ready`` once it does)."""
+    return workload(["sh", "-c", f"trap '' TERM; touch {ready}; while :; do sleep 0.1; done"], **fields)
+
+
+def test_stopping_holds_the_devices_until_the_last_process_exits(backends, tmp_path):
+    be = backends(cancel_grace_s=1.0)
+    deaf = _deaf(tmp_path / "ready", gpus=2)
+    be.create(deaf)
+    wait_for((tmp_path / "ready").exists, 10, step=be.tick, what="the job ignores SIGTERM")
+    be.cancel(deaf.uid, "cancelled by alice")
+    st = be.status(deaf.uid)
+    assert (st.state, st.reason, st.code) == ("Stopping", "CancelRequested", "local.stopping_cancel")
+    assert st.message == "stopping: cancelled by alice"
+    waiting = workload("exit 0", gpus=1, at=1)
+    be.create(waiting)
+    started = time.monotonic()
+    while time.monotonic() - started < 0.5:  # within the grace: the job ignores SIGTERM and holds both devices
+        be.tick()
+        assert be.status(deaf.uid).state == "Stopping"
+        assert be.status(waiting.uid).state == "Pending"
+        time.sleep(0.05)
+    assert be.inventory()[0].allocations == {0: deaf.uid, 1: deaf.uid}
+    final = wait_for(lambda: (s := be.status(deaf.uid)) and s.state == "Cancelled" and s, 10, step=be.tick)
+    assert (final.exit_code, final.exit_signal) == (137, 9), "SIGKILL after the grace"
+    assert wait_for(lambda: be.status(waiting.uid).state == "Succeeded", 10, step=be.tick)
+
+
+def test_a_deadline_stop_is_reported_as_stopping_first(backends, tmp_path):
+    be = backends(cancel_grace_s=1.0)
+    w = _deaf(tmp_path / "ready", max_runtime=1)
+    be.create(w)
+    st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Stopping" and s, 10, step=be.tick)
+    assert (st.reason, st.code, st.args) == ("DeadlineExceeded", "local.stopping_deadline", {"max_runtime_s": 1})
+    final = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Failed" and s, 10, step=be.tick)
+    assert final.reason == "DeadlineExceeded" and final.message == "max_runtime of 1s exceeded"
+
+
+@needs_cgroups
+def test_cgroups_left_by_a_crash_are_swept_on_adoption(backends, tmp_path):
+    be = backends(cgroups="on")
+    w = workload("exit 0")
+    st = _finish(be, w)
+    assert st.state == "Succeeded"
+    left = cg.create(be.cgroups, w.uid, 0, 0, 0)[0]  # as if Crater died between the exit and the cleanup
+    running = workload(["sleep", "30"], at=1)
+    be.create(running)
+    wait_for(lambda: be.status(running.uid).state == "Running", 10, step=be.tick)
+    stranger = cg.create(be.cgroups, f"not-ours-{uuid.uuid4()}", 0, 0, 0)[0]
+    stale = cg.create(be.cgroups, f"lost-{uuid.uuid4()}", 0, 0, 0)[0]
+    hour_ago = time.time() - STALE_CGROUP_S - 60
+    for folder in stale.folders:
+        os.utime(folder, (hour_ago, hour_ago))
+    try:
+        restarted = backends(cgroups="on")
+        restarted.adopt()
+        restarted.tick()
+        assert not any(f.exists() for f in left.folders), "a finished workload's cgroup is removed"
+        assert all(f.exists() for f in _cgroup_of(be, running.uid).folders), "a running one keeps its cgroup"
+        assert all(f.exists() for f in stranger.folders), "a fresh one this backend does not know is left alone"
+        assert not any(f.exists() for f in stale.folders), "an empty, hour-old one nobody knows is swept"
+    finally:
+        stranger.remove()
+        stale.remove()
+
+
+def test_backend_settings_are_checked(tmp_path):
+    cases = [({"cgroups": "maybe"}, "local.mode", "CRATER_LOCAL_CGROUPS"),
+             ({"cgroup_parent": "../up"}, "local.cgroup_parent", "CRATER_LOCAL_CGROUP_PARENT"),
+             ({"cgroup_parent": "/abs"}, "local.cgroup_parent", "CRATER_LOCAL_CGROUP_PARENT"),
+             ({"pids_max": -1}, "local.pids_max", "CRATER_LOCAL_PIDS_MAX"),
+             ({"isolation": "always"}, "local.mode", "CRATER_LOCAL_ISOLATION"),
+             ({"cgroups": "on", "cgroup_root": tmp_path / "no-cgroups"}, "local.cgroups_unavailable",
+              "CRATER_LOCAL_CGROUPS")]
+    for options, code, field in cases:
+        with pytest.raises(InvalidInput) as info:
+            LocalBackend(tmp_path / "data", devices=[], **options)
+        assert (info.value.code, info.value.field) == (code, field), options
+        assert field in info.value.message
+    assert not (tmp_path / "data").exists(), "a refused setting changes nothing"
+
+
+def test_auto_without_cgroups_falls_back(backends, tmp_path):
+    be = backends(cgroups="auto", cgroup_root=tmp_path / "no-cgroups")
+    assert be.cgroups.version is None and be.cgroups.reason == "not-mounted"
+    w = _with(workload("exit 0"), memory="64Mi", cpu="1")
+    assert _finish(be, w).state == "Succeeded"
+    [(limits,)] = be._store.read("SELECT limits FROM workloads WHERE uid = ?", (w.uid,))
+    assert Limits.from_json(limits) == Limits({"memory": 64 * MiB}, {"memory": "RLIMIT_DATA"}), "no CPU limit"
+
+
+def test_the_runner_stays_outside_the_jobs_cgroup(backends, tmp_path):
+    """Only the job is charged: the runner is never in the job's cgroups (so the OOM killer never picks it)."""
+    if SUPPORT.version is None:
+        pytest.skip("no cgroups here")
+    be = backends(cgroups="on")
+    flag, ready = tmp_path / "go", tmp_path / "ready"
+    w = workload(["sh", "-c", f"touch {ready}; while [ ! -e {flag} ]; do sleep 0.05; done"])
+    be.create(w)
+    wait_for(ready.exists, 10, step=be.tick, what="the job runs")
+    pids = _cgroup_of(be, w.uid).pids()
+    runner = be._children[w.uid].pid
+    assert pids and runner not in pids
+    assert all(os.getpgid(pid) == runner for pid in pids), "the job is in the runner's process group"
+    flag.touch()
+    assert wait_for(lambda: be.status(w.uid).state == "Succeeded", 10, step=be.tick)
+
+
+def test_the_application_passes_its_settings_to_the_backend(tmp_path):
+    settings = Settings(data_dir=tmp_path / "data", local_gpus="1", local_isolation="off", local_cgroups="off",
+                        local_pids_max=7, local_uid_min=70000, local_uid_max=70010, local_account_prefix="job-")
+    be = make_backend(settings)
+    try:
+        assert (be.trust, be.cgroups.reason, be.pids_max) == ("off", "off", 7)
+        assert (be.accounts.uid_range, be.accounts.prefix) == ((70000, 70010), "job-")
+        assert Settings().local_isolation == "auto" and Settings().local_cgroups == "auto", "the product's defaults"
+    finally:
+        be.close()

@@ -1,0 +1,138 @@
+"""cluster.local.accounts and cluster.local.isolation rules that need no root: account names, settings checks,
+the trust model, the environment of an isolated job, and folders made without following links."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from crater_app.cluster.local.accounts import NAME_MAX, account_names, check_settings
+from crater_app.cluster.local.isolation import make_dirs, trust_model
+from crater_app.cluster.local.processes import job_environment
+from crater_app.domain.errors import InvalidInput
+
+POSIX_NAME = re.compile(r"[a-z_][a-z0-9_-]*")
+
+
+@pytest.mark.parametrize(("user", "first"), [
+    ("alice", "crater-alice"), ("bob_2", "crater-bob_2"), ("_svc", "crater-_svc"), ("a-b", "crater-a-b"),
+])
+def test_a_portable_user_name_is_the_account_name(user, first):
+    assert next(account_names(user)) == first
+
+
+@pytest.mark.parametrize("user", ["张三", "Élodie", "Alice", "a.b@example.org", "x" * 64, "ｚｈａｎｇ", "-lead"])
+def test_other_names_get_a_hash_and_stay_valid(user):
+    names = list(account_names(user))
+    assert len(names) == len(set(names)) >= 3
+    for name in names:
+        assert POSIX_NAME.fullmatch(name) and len(name) <= NAME_MAX and name.startswith("crater-"), name
+    assert re.fullmatch(r"crater-([a-z0-9_-]+-)?[0-9a-f]{8}", names[0]), names[0]
+
+
+def test_names_keep_the_letters_they_can():
+    assert next(account_names("Élodie")).startswith("crater-elodie-")
+    assert next(account_names("a.b@example.org")).startswith("crater-a-b-example-org-")
+
+
+def test_two_names_never_share_an_account_name():
+    users = ["alice", "Alice", "ALICE", "alicé", "a.lice", "张三", "张四", "x" * 64, "x" * 63 + "y"]
+    firsts = [next(account_names(u)) for u in users]
+    assert len(set(firsts)) == len(users)
+
+
+def test_account_names_are_stable():
+    assert list(account_names("张三", "ct-")) == list(account_names("张三", "ct-"))
+
+
+@pytest.mark.parametrize(("uid_range", "prefix", "code", "field"), [
+    ((999, 2000), "crater-", "local.uid_min", "CRATER_LOCAL_UID_MIN"),
+    ((2000, 1999), "crater-", "local.uid_max", "CRATER_LOCAL_UID_MAX"),
+    ((2000, 2**31), "crater-", "local.uid_max", "CRATER_LOCAL_UID_MAX"),
+    ((60514, 61183), "Crater-", "local.account_prefix", "CRATER_LOCAL_ACCOUNT_PREFIX"),
+    ((60514, 61183), "1x-", "local.account_prefix", "CRATER_LOCAL_ACCOUNT_PREFIX"),
+    ((60514, 61183), "a" * 17, "local.account_prefix", "CRATER_LOCAL_ACCOUNT_PREFIX"),
+    ((60514, 61183), "", "local.account_prefix", "CRATER_LOCAL_ACCOUNT_PREFIX"),
+])
+def test_account_settings_are_checked(uid_range, prefix, code, field):
+    with pytest.raises(InvalidInput) as info:
+        check_settings(uid_range, prefix)
+    assert (info.value.code, info.value.field) == (code, field)
+    assert field in info.value.message and field in info.value.message_in("zh-CN")
+
+
+def test_good_account_settings_pass():
+    check_settings((60514, 61183), "crater-")
+    check_settings((1000, 1000), "_j")
+
+
+@pytest.mark.parametrize(("mode", "euid", "tools", "model"), [
+    ("auto", 0, True, "os-account"), ("auto", 1000, True, "not-root"), ("auto", 0, False, "no-tools"),
+    ("on", 0, True, "os-account"), ("off", 0, True, "off"), ("off", 1000, False, "off"),
+])
+def test_trust_model(mode, euid, tools, model):
+    assert trust_model(mode, euid, tools) == model
+
+
+@pytest.mark.parametrize(("euid", "tools", "reason"), [(1000, True, "not-root"), (0, False, "no-tools")])
+def test_isolation_on_refuses_where_it_cannot_be_had(euid, tools, reason):
+    with pytest.raises(InvalidInput) as info:
+        trust_model("on", euid, tools)
+    assert (info.value.code, info.value.field, info.value.params) == (
+        "local.isolation_unavailable", "CRATER_LOCAL_ISOLATION", {"reason": reason})
+    assert "root" in info.value.message
+
+
+def test_an_unknown_mode_names_the_allowed_ones():
+    with pytest.raises(InvalidInput) as info:
+        trust_model("yes", 0, True)
+    assert info.value.message == "CRATER_LOCAL_ISOLATION takes the values auto, on and off (got 'yes')"
+    assert info.value.message_in("zh-CN") == "CRATER_LOCAL_ISOLATION 的取值为 auto、on 和 off（实际为 'yes'）"
+
+
+BASE = {"PATH": "/usr/bin", "HOME": "/root", "USER": "root", "LANG": "C.UTF-8", "SSH_AUTH_SOCK": "/tmp/agent",
+        "XDG_RUNTIME_DIR": "/run/user/0", "CRATER_SECRET_KEY": "k", "DATABASE_URL": "postgresql://u:p@db/x",
+        "PGPASSWORD": "p", "PWD": "/srv/crater"}
+
+
+def test_an_isolated_job_gets_its_own_identity_and_none_of_craters_session():
+    env = job_environment(BASE, {}, "u1", (), account="crater-alice", home=Path("/data/jobs/u1/work"))
+    assert env["HOME"] == "/data/jobs/u1/work" and env["USER"] == env["LOGNAME"] == "crater-alice"
+    for gone in ("SSH_AUTH_SOCK", "XDG_RUNTIME_DIR", "CRATER_SECRET_KEY", "DATABASE_URL", "PGPASSWORD", "PWD"):
+        assert gone not in env, gone
+    assert env["PATH"] == "/usr/bin" and env["LANG"] == "C.UTF-8"
+
+
+def test_a_shared_job_keeps_the_session_but_not_the_secrets():
+    env = job_environment(BASE, {}, "u1", ())
+    assert env["HOME"] == "/root" and env["SSH_AUTH_SOCK"] == "/tmp/agent"
+    assert "DATABASE_URL" not in env and "CRATER_SECRET_KEY" not in env
+
+
+def test_make_dirs_creates_the_working_folder(tmp_path):
+    made = make_dirs(tmp_path, "a/b/./c", None)
+    assert made == tmp_path / "a" / "b" / "c" and made.is_dir()
+    assert make_dirs(tmp_path, None, None) == tmp_path
+    assert make_dirs(tmp_path, "a/b", None) == tmp_path / "a" / "b", "existing folders are fine"
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/../../x", "/etc"])
+def test_make_dirs_stays_inside(tmp_path, bad):
+    with pytest.raises(ValueError):
+        make_dirs(tmp_path, bad, None)
+
+
+def test_make_dirs_never_follows_a_planted_link(tmp_path):
+    """A job's earlier attempt left ``work/sub`` as a link to a folder of Crater's: the next start must not make
+    folders (or hand them to the job's account) there."""
+    target = tmp_path / "crater-data"
+    target.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    os.symlink(target, work / "sub")
+    with pytest.raises(OSError):
+        make_dirs(work, "sub/inner", None)
+    assert list(target.iterdir()) == []

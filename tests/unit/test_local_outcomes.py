@@ -1,0 +1,136 @@
+"""cluster.local.outcomes: a workload's end as state, reason, code + args and exit status; every code the local
+backend emits or raises is in both catalogues with the same placeholders."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from crater_app import i18n
+from crater_app.cluster import local
+from crater_app.cluster.local.outcomes import Limits, enforcement_text, finished, signal_name, started, stopping
+from crater_app.cluster.local.processes import ExitStatus
+from crater_app.i18n.format import placeholders
+
+MiB = 1024**2
+CGROUP = Limits({"cpu": 1000, "memory": 128 * MiB, "pids": 100},
+                {"cpu": "cgroup v1", "memory": "cgroup v1", "pids": "cgroup v1"})
+RLIMIT = Limits({"memory": 128 * MiB}, {"memory": "RLIMIT_DATA"})
+
+
+@pytest.mark.parametrize(
+    ("exit", "kwargs", "state", "reason", "code", "exit_code", "exit_signal", "message"),
+    [
+        (ExitStatus(0), {}, "Succeeded", "Completed", "local.exited", 0, None, "exited with code 0"),
+        (ExitStatus(3), {}, "Failed", "Error", "local.exited", 3, None, "exited with code 3"),
+        (ExitStatus(137), {}, "Failed", "Error", "local.exited", 137, None, "exited with code 137"),
+        (ExitStatus(137, 9), {}, "Failed", "Signaled", "local.killed_by_signal", 137, 9,
+         "killed by SIGKILL (exit code 137)"),
+        (ExitStatus(143, 15), {}, "Failed", "Signaled", "local.killed_by_signal", 143, 15,
+         "killed by SIGTERM (exit code 143)"),
+        (ExitStatus(137, 9), {"oom_kills": 1, "limits": CGROUP}, "Failed", "OOMKilled", "local.oom_killed", 137, 9,
+         "killed: used more than its memory limit of 128 MiB (exit code 137, cgroup v1)"),
+        (ExitStatus(0), {"oom_kills": 1, "limits": CGROUP}, "Succeeded", "Completed", "local.exited", 0, None,
+         "exited with code 0"),
+        (ExitStatus(1), {"limits": RLIMIT}, "Failed", "Error", "local.exited_memory_rlimit", 1, None,
+         "exited with code 1; its memory was limited to 128 MiB by RLIMIT_DATA, so an allocation past that fails"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "cancelled by alice", "stop_sent": True},
+         "Cancelled", "Cancelled", "", 143, 15, "cancelled by alice"),
+        (ExitStatus(0), {"stop_reason": "Cancelled", "stop_sent": True}, "Cancelled", "Cancelled", "local.cancelled",
+         0, None, "cancelled"),
+        (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True}, "Cancelled", "Cancelled", "", 137,
+         9, "x"),
+        (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True, "runner_signal": 15}, "Cancelled",
+         "Cancelled", "", 143, 15, "x"),
+        (ExitStatus(143, 15), {"stop_reason": "DeadlineExceeded", "stop_sent": True, "max_runtime_s": 90}, "Failed",
+         "DeadlineExceeded", "local.deadline_exceeded", 143, 15, "max_runtime of 1m 30s exceeded"),
+        (None, {}, "Failed", "ProcessLost", "local.process_lost", None, None,
+         "the job's process ended without recording an exit status"),
+        (None, {"adopted": True}, "Failed", "ProcessLost", "local.process_lost_adopted", None, None,
+         "the job's process ended while Crater was not running and left no exit status"),
+    ],
+)
+def test_finished(exit, kwargs, state, reason, code, exit_code, exit_signal, message):
+    outcome = finished(exit, **kwargs)
+    assert (outcome.state, outcome.reason, outcome.message["code"]) == (state, reason, code)
+    assert (outcome.exit_code, outcome.exit_signal) == (exit_code, exit_signal)
+    assert outcome.message["message"] == message
+
+
+def test_oom_message_in_chinese():
+    outcome = finished(ExitStatus(137, 9), oom_kills=1, limits=CGROUP)
+    args = json.loads(outcome.message["args"])
+    assert args == {"limit": 128 * MiB, "exit_code": 137, "mechanism": "cgroup v1"}
+    assert i18n.render("zh-CN", "event.local.oom_killed", args) == (
+        "已终止：内存用量超过其限制 128 MiB（退出码 137，cgroup v1）")
+
+
+@pytest.mark.parametrize(("number", "name"), [(9, "SIGKILL"), (15, "SIGTERM"), (11, "SIGSEGV"), (6, "SIGABRT"),
+                                              (2, "SIGINT"), (200, "signal 200")])
+def test_signal_name(number, name):
+    assert signal_name(number) == name
+
+
+def test_started_states_the_trust_model_and_the_limits():
+    isolated = started("node1", (0, 1), "os-account", "crater-alice", 60514, CGROUP, isolated=True)
+    assert isolated["code"] == "local.started_isolated_with_devices"
+    assert isolated["message"] == (
+        "started on node1 with devices 0,1 as OS user crater-alice (uid 60514), isolated from Crater's data and "
+        "other users' jobs; limits: 100 × pids, 1 core, 128 MiB memory (cgroup v1 (cpu, memory, pids))")
+    shared = started("node1", (), "not-root", "crater", 1000, RLIMIT, isolated=False)
+    assert shared["code"] == "local.started_shared"
+    assert "not isolated" in shared["message"] and "trust model not-root" in shared["message"]
+    assert shared["message"].endswith("limits: 128 MiB memory (RLIMIT_DATA (memory))")
+    zh = i18n.render("zh-CN", "event.local.started_shared", json.loads(shared["args"]))
+    assert "未隔离" in zh and "128 MiB 内存" in zh
+
+
+def test_enforcement_text():
+    assert enforcement_text({}) == "-"
+    assert enforcement_text({"cpu": "cgroup v2", "memory": "RLIMIT_DATA", "pids": "cgroup v2"}) == (
+        "cgroup v2 (cpu, pids), RLIMIT_DATA (memory)")
+
+
+def test_stopping_messages():
+    assert stopping("Cancelled", "cancelled by bob")["message"] == "stopping: cancelled by bob"
+    assert stopping("DeadlineExceeded", max_runtime_s=3600)["message"] == "stopping: max_runtime of 1h exceeded"
+
+
+def test_limits_round_trip():
+    limits = Limits({"memory": 5}, {"memory": "cgroup v2"}, {"version": 2, "folders": ["/x"], "memory": "/x"})
+    assert Limits.from_json(limits.to_json()) == limits
+    assert Limits.from_json("not json") == Limits() == Limits.from_json(None)
+
+
+def _codes_in_package() -> tuple[set[str], set[str]]:
+    """Every ``local.*`` code the package's sources name: as status codes (``say``/``AccountError``) and as errors
+    (``InvalidInput``)."""
+    events, errors = set(), set()
+    for path in Path(local.__file__).parent.glob("*.py"):
+        source = path.read_text()
+        errors.update(re.findall(r'InvalidInput\(\s*"(local\.[a-z_.]+)"', source))
+        events.update(re.findall(r'(?:say|AccountError)\(\s*"(local\.[a-z_.]+)"', source))
+        events.update(re.findall(r'"(local\.(?:started|stopping)_[a-z_]+)"', source))
+    return events, errors
+
+
+def test_every_code_is_in_both_catalogues_with_the_same_placeholders():
+    events, errors = _codes_in_package()
+    assert {"local.oom_killed", "local.killed_by_signal", "local.started_isolated"} <= events
+    assert {"local.gpus_format", "local.mode", "local.isolation_unavailable"} <= errors
+    keys = [f"event.{c}" for c in events] + [f"event.{c}_with_devices" for c in events if c.startswith("local.started")]
+    keys += [f"error.{c}" for c in errors]
+    en, zh = i18n.messages("en"), i18n.messages("zh-CN")
+    for key in keys:
+        assert key in en and key in zh, key
+        assert placeholders(en[key]) == placeholders(zh[key]), key
+
+
+def test_the_area_catalogues_have_the_same_keys():
+    folder = Path(i18n.__file__).parent / "local"
+    en = json.loads((folder / "en.json").read_text(encoding="utf-8"))
+    zh = json.loads((folder / "zh-CN.json").read_text(encoding="utf-8"))
+    assert set(en) == set(zh)
