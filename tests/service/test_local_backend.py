@@ -179,3 +179,25 @@ def test_the_job_gets_its_output_through_the_runner_unchanged(local):
     started = time.monotonic()
     assert local.read_logs(w.uid, 100).endswith("to stderr\n")
     assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("options", [["--user", "x:1"], ["--cgroup"], ["--nice", "5"]])
+def test_the_runner_refuses_bad_options(tmp_path, options):
+    done = subprocess.run([sys.executable, "-S", local_runner.__file__, str(tmp_path / "exit_code"), str(tmp_path),
+                           *options, "--", "true"], capture_output=True, text=True)
+    assert done.returncode == 2 and "usage: runner.py" in done.stderr
+    assert not (tmp_path / "exit_code").exists()
+
+
+def test_without_isolation_the_job_says_it_runs_as_craters_user(tmp_path):
+    be = LocalBackend(tmp_path / "data", devices=gpu_devices(1), isolation="off", cgroups="off")
+    try:
+        w = workload(["sleep", "30"], gpus=1)
+        be.create(w)
+        st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
+        assert st.code == "local.started_shared_with_devices" and st.args["trust"] == "off"
+        assert st.args["uid"] == os.geteuid() and "not isolated" in st.message
+        assert be.inventory()[0].isolation == "off"
+    finally:
+        kill_backend_processes(tmp_path / "data")
+        be.close()

@@ -19,9 +19,11 @@ from crater_app.cluster.local import cgroups as cg
 from crater_app.cluster.local.outcomes import Limits
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.resources import parse_resources
+from crater_app.services import jobs
+from crater_app.services.reconcile import LeaderLoop
 from crater_app.settings import Settings
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import wait_for, workload
+from tests.helpers import drive_until, events, spec, wait_for, workload
 
 MiB = 1024**2
 PYTHON = shutil.which("python3") or "/usr/bin/python3"
@@ -179,6 +181,24 @@ def test_stopping_holds_the_devices_until_the_last_process_exits(backends, tmp_p
     assert wait_for(lambda: be.status(waiting.uid).state == "Succeeded", 10, step=be.tick)
 
 
+def test_a_stopping_job_is_finished_by_the_next_leader(backends, tmp_path):
+    """Crater restarted while a job was Stopping: the new process keeps it Stopping until the grace is over, kills
+    it, and reports the stop."""
+    first = backends(cancel_grace_s=0.5)
+    deaf = _deaf(tmp_path / "ready", gpus=1)
+    first.create(deaf)
+    wait_for((tmp_path / "ready").exists, 10, step=first.tick, what="the job ignores SIGTERM")
+    first.cancel(deaf.uid, "cancelled by alice")
+    first.close()
+    second = backends(cancel_grace_s=0.5)
+    second.adopt()
+    assert second.status(deaf.uid).state == "Stopping"
+    assert second.inventory()[0].allocations == {0: deaf.uid}
+    final = wait_for(lambda: (s := second.status(deaf.uid)) and s.state == "Cancelled" and s, 10, step=second.tick)
+    assert (final.exit_code, final.exit_signal, final.message) == (137, 9, "cancelled by alice")
+    assert second.inventory()[0].allocations == {}
+
+
 def test_a_deadline_stop_is_reported_as_stopping_first(backends, tmp_path):
     be = backends(cancel_grace_s=1.0)
     w = _deaf(tmp_path / "ready", max_runtime=1)
@@ -269,3 +289,15 @@ def test_the_application_passes_its_settings_to_the_backend(tmp_path):
         assert Settings().local_isolation == "auto" and Settings().local_cgroups == "auto", "the product's defaults"
     finally:
         be.close()
+
+
+@needs_cgroups
+def test_the_reported_case_through_the_services(world):
+    """A job asking for 128Mi that allocates 256 MiB ends Failed (OOMKilled) with the limit in words."""
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("hungry", [PYTHON, "-c", ALLOCATE_256_MIB],
+                                                  resources={"cpu": "1", "memory": "128Mi"}))
+    row = drive_until(loop, job.id, {"Succeeded", "Failed"}, timeout=20)
+    assert (row.phase, row.exit_code) == ("Failed", 137)
+    assert row.reason.startswith("killed: used more than its memory limit of 128 MiB")
+    assert events(ctx, job.id)[-1].reason == "OOMKilled"
