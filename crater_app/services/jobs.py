@@ -17,6 +17,7 @@ from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project,
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
+from crater_app.domain.job_defaults import default_resources, with_default_resources
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
 from crater_app.domain.naming import is_text
 from crater_app.domain.paging import check_page
@@ -104,7 +105,9 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     goes to the backend) or ``Held`` (it waits in Crater's queue: ``reason`` says which limit, how much is used and
     its position; ``reason_code``/``reason_args`` for translation). A job above ``approval_gpu_threshold``
     accelerators (not by a platform admin) is held for an approval (an ``approvals`` row, kind ``large_job``).
-    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs.
+    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs; a spec that names no ``cpu``
+    or no ``memory`` gets the settings' defaults (``default_job_cpu``/``default_job_memory``, see
+    :mod:`crater_app.domain.job_defaults`).
 
     Returns:
         The job in phase ``Queued`` (the loop moves it on) or ``Held``.
@@ -116,6 +119,8 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         project's capability, the member's share or the user's limits (limit and request in the message).
     """
     spec = validate_spec(raw)
+    settings = ctx.settings
+    spec = with_default_resources(spec, default_resources(settings.default_job_cpu, settings.default_job_memory))
     resources = spec.resource_list
     project_id, project_name = _submit_project(ctx, actor, spec.project)
     if not can_submit(actor, project_id):

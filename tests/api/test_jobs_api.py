@@ -26,7 +26,8 @@ def test_submit_returns_201_and_the_job(api):
     assert JOB_FIELDS <= set(body)
     assert isinstance(body["id"], int) and body["name"] == "train-1" and body["project"] == "default"
     assert body["user"] == "alice" and body["phase"] == "Queued" and body["exit_code"] is None
-    assert body["resources"] == {"cpu": "500m", "nvidia.com/gpu": "2"} and body["devices"] == []
+    # memory is left out: it gets the default (settings.default_job_memory)
+    assert body["resources"] == {"cpu": "500m", "nvidia.com/gpu": "2", "memory": "2Gi"} and body["devices"] == []
     assert body["gpus"] == 2 and body["max_runtime"] == 7200 and body["priority"] == 7 and body["env"] == {"EPOCHS": "3"}
     assert body["command"] == ["python3", "-c", "print(1)"]
     utc(body["created_at"])
@@ -48,7 +49,7 @@ max_runtime: 1h30m
     assert r.status_code == 201, r.text
     body = r.json()
     assert body["name"] == "from-yaml" and body["command"] == ["sh", "-c", "echo yaml"]
-    assert body["resources"] == {"nvidia.com/gpu": "1", "memory": "1Gi"} and body["max_runtime"] == 5400
+    assert body["resources"] == {"nvidia.com/gpu": "1", "memory": "1Gi", "cpu": "1"} and body["max_runtime"] == 5400
     r = api.client.post("/api/v1/jobs", content=b"name: [unclosed", headers={**api.auth("alice"), "Content-Type": "application/yaml"})
     assert_error(r, 422, "invalid", None, "not valid YAML")
 
