@@ -22,6 +22,7 @@ from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
 from crater_app.domain.naming import is_text
 from crater_app.domain.paging import check_page
 from crater_app.domain.placement import Request, never_fits
+from crater_app.domain.resource_names import check_offered
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_job, can_read_project, can_submit, readable_projects,
@@ -73,10 +74,12 @@ def _public(session, job: Job) -> JobPublic:
 
 def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
     resources = resources or spec.resource_list
+    nodes = ctx.backend.inventory()
+    check_offered(resources.accelerators, (d.resource for node in nodes for d in node.devices))  # did you mean
     req = Request(uid="", priority=0, created_at=datetime.min, cpu_m=resources.cpu_m,
                   memory_bytes=resources.memory_bytes, accelerators=resources.accelerators, model=spec.accelerator_model)
     problems = []
-    for node in ctx.backend.inventory():
+    for node in nodes:
         problem = never_fits(req, node.cpu_m, node.memory_bytes, [(d.resource, d.model) for d in node.devices])
         if problem is None:
             return
@@ -115,7 +118,8 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     Raises:
         InvalidInput: bad spec (field named); NotFound: unknown project; Forbidden: no submit right
         in the project, or the project has expired (the date in the message); Unschedulable: the request exceeds
-        the machine (numbers in the message); AdmissionRefused (422, code ``never_admissible``): over the
+        the machine (numbers in the message), or names an accelerator resource no node offers (with the closest
+        offered name as ``suggestion``); AdmissionRefused (422, code ``never_admissible``): over the
         project's capability, the member's share or the user's limits (limit and request in the message).
     """
     spec = validate_spec(raw)
