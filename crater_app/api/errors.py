@@ -55,9 +55,11 @@ def error_headers(exc: CraterError) -> dict[str, str] | None:
 
 def error_response(exc: CraterError, request: Request) -> JSONResponse:
     """``exc`` as its JSON response (status from the error's class, message in the request's language, headers
-    from :func:`error_headers`)."""
-    return JSONResponse(error_body(exc, request_language(request)), status_code=exc.http_status,
-                        headers=error_headers(exc))
+    from :func:`error_headers`; a 415 to a ``PATCH`` also has ``Accept-Patch``, RFC 5789 §2.2)."""
+    headers = error_headers(exc)
+    if headers and "Accept" in headers and request.method == "PATCH":
+        headers["Accept-Patch"] = headers["Accept"]
+    return JSONResponse(error_body(exc, request_language(request)), status_code=exc.http_status, headers=headers)
 
 
 def _validation_error(exc: RequestValidationError) -> CraterError:

@@ -13,6 +13,7 @@ lookup); with it, the route's handler is wrapped:
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Coroutine
 
 import anyio
@@ -28,6 +29,7 @@ from crater_app.domain.errors import CraterError
 from crater_app.services import idempotency
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+log = logging.getLogger(__name__)
 
 #: the header's OpenAPI description, added to every idempotent operation
 HEADER_PARAMETER = {
@@ -93,11 +95,11 @@ async def run_once(request: Request, raw_key: str, handler: Handler) -> Response
         try:
             response = await handler(request)
         except (CraterError, RequestValidationError, HTTPException):  # refused: nothing changed
-            await run_in_threadpool(idempotency.release, ctx, outcome)
+            await _quietly(idempotency.release, ctx, outcome)
             raise
         except Exception:  # the outcome is unknown: the object may exist, so a retry must not make another
-            await run_in_threadpool(idempotency.finish, ctx, outcome, 500, "text/plain; charset=utf-8",
-                                    b"Internal Server Error")
+            await _quietly(idempotency.finish, ctx, outcome, 500, "text/plain; charset=utf-8",
+                           b"Internal Server Error")
             raise
         stored_body = getattr(response, "body", None)
         if isinstance(stored_body, bytes):
@@ -107,3 +109,12 @@ async def run_once(request: Request, raw_key: str, handler: Handler) -> Response
         else:  # a streamed answer cannot be given twice
             await run_in_threadpool(idempotency.release, ctx, outcome)
     return response
+
+
+async def _quietly(fn, *args) -> None:
+    """Run ``fn(*args)`` in a worker thread while an error is on its way to the client: a failure here (the
+    database is gone) is logged and must not replace that error; the claim is then taken over once abandoned."""
+    try:
+        await run_in_threadpool(fn, *args)
+    except Exception:  # noqa: BLE001 - logged; the request's own error goes on
+        log.exception("could not record the outcome of an idempotent request")

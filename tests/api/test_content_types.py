@@ -40,6 +40,7 @@ def test_the_415_is_in_the_callers_language_and_applies_to_every_body(api):
     r = api.client.patch("/api/v1/users/alice", content=b'{"max_sessions": 1}',
                          headers={**api.auth("admin"), "Content-Type": "application/x-www-form-urlencoded"})
     assert_error(r, 415, "unsupported_media_type")
+    assert r.headers["accept-patch"] == r.headers["accept"] == ", ".join(ACCEPTED)
 
 
 READABLE = [

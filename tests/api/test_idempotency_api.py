@@ -227,3 +227,15 @@ def test_openapi_documents_the_header_on_the_creating_posts(api):
     header = next(p for p in submit["parameters"] if p["name"] == "Idempotency-Key")
     assert header["in"] == "header" and header["schema"]["maxLength"] == 255 and not header["required"]
     assert {"201", "409", "422"} <= set(submit["responses"])
+
+
+def test_a_failure_to_release_the_key_does_not_hide_the_refusal(api, monkeypatch):
+    """The refusal (here: a bad name) reaches the client even when the key cannot be released (the database
+    went away meanwhile); the claim is then taken over once abandoned."""
+    def unreachable(*args):
+        raise ConnectionError("database is gone")
+
+    monkeypatch.setattr(idempotency, "release", unreachable)
+    r = _post(api, "/api/v1/jobs", "lost-release", json={**JOB, "name": "Not_A_Label"})
+    assert_error(r, 422, "invalid", "name")
+    assert _count(api.world.ctx, IdempotencyRecord) == 1 and _count(api.world.ctx, Job) == 0
