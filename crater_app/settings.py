@@ -26,6 +26,9 @@ class Settings(BaseSettings):
         loop_interval_s: period of the placement/reconcile loop, seconds.
         lease_ttl_s: seconds a leader lease stays valid without renewal.
         port: the single HTTP port for console and API.
+        default_job_cpu, default_job_memory: the ``cpu``/``memory`` request of a job that names none (Kubernetes
+            quantities, ``""`` for none), the same through the API and the console's form
+            (:mod:`crater_app.domain.job_defaults`).
 
     Governance (issue 3):
         signup_enabled: local self sign-up on the login page; new accounts wait as ``pending``.
@@ -67,6 +70,9 @@ class Settings(BaseSettings):
     lease_ttl_s: float = 10.0
     port: int = Field(default=3000, validation_alias="PORT")
     api_url: str = ""
+
+    default_job_cpu: str = "1"
+    default_job_memory: str = "2Gi"
 
     signup_enabled: bool = False
     default_max_sessions: int | None = None

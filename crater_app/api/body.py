@@ -1,68 +1,130 @@
-"""Request bodies: JSON or YAML (``application/yaml``), at most 2 MiB, decoded to plain objects."""
+"""Request bodies: JSON or YAML by ``Content-Type``, at most 2 MiB, decoded to plain objects.
+
+Accepted media types: ``application/json`` (also when the request has no ``Content-Type``) and any ``+json`` type
+(RFC 6839 structured syntax suffix, e.g. ``application/merge-patch+json``); ``application/yaml`` (RFC 9512), its
+older names ``application/x-yaml`` and ``text/yaml``, and any ``+yaml`` type. Anything else is refused with 415 and
+the accepted types. JSON is UTF-8 (RFC 8259 §8.1).
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+from typing import Iterable
 
 import yaml
 from fastapi import Request
 
-from crater_app.domain.errors import CraterError, InvalidInput
+from crater_app.domain.errors import InvalidInput, TooLarge, UnsupportedMediaType
 from crater_app.domain.naming import is_text
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
+JSON_TYPES = ("application/json",)
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+#: the media types a body may have, as the 415 answer lists them (and its ``Accept`` header)
+ACCEPTED_TYPES = JSON_TYPES + YAML_TYPES
+MAX_DETAIL_CHARS = 200
 
 
-class BodyTooLarge(CraterError):
-    """The request body is over :data:`MAX_BODY_BYTES`. HTTP 413."""
-
-    kind = "too_large"
-    http_status = 413
-
-
-async def decode_body(request: Request) -> object:
-    """Read and decode the body by ``Content-Type`` (YAML for ``*yaml*``, JSON otherwise).
+def body_format(request: Request) -> str:
+    """``"json"`` or ``"yaml"``: how the body of ``request`` is read, from its ``Content-Type`` (parameters such as
+    ``charset`` are ignored; no type or an empty one is JSON).
 
     Raises:
-        BodyTooLarge: over 2 MiB. InvalidInput: empty or undecodable body.
+        UnsupportedMediaType: any other media type (the accepted ones in ``accepted``).
     """
+    declared = request.headers.get("content-type", "")
+    media_type = declared.partition(";")[0].strip().lower()
+    if not media_type or media_type in JSON_TYPES or media_type.endswith("+json"):
+        return "json"
+    if media_type in YAML_TYPES or media_type.endswith("+yaml"):
+        return "yaml"
+    raise UnsupportedMediaType("http.unsupported_media_type", "Content-Type", content_type=media_type[:100],
+                               accepted=list(ACCEPTED_TYPES))
+
+
+async def read_body(request: Request) -> bytes:
+    """The raw body of ``request``, read once (later calls get the same bytes) and at most :data:`MAX_BODY_BYTES`.
+
+    Raises:
+        TooLarge: over 2 MiB (by ``Content-Length`` before reading, or while reading a streamed body).
+    """
+    cached = getattr(request.state, "crater_body", None)
+    if cached is not None:
+        return cached
     declared = request.headers.get("content-length")
     if declared and declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise BodyTooLarge(f"request body is {declared} bytes; the limit is {MAX_BODY_BYTES} bytes")
+        raise TooLarge("http.body_too_large", None, limit=MAX_BODY_BYTES)
     data = bytearray()  # not bytes: 'data += chunk' would copy the whole body per chunk (tiny chunks: quadratic)
     async for chunk in request.stream():
         data += chunk
         if len(data) > MAX_BODY_BYTES:
-            raise BodyTooLarge(f"request body is over the limit of {MAX_BODY_BYTES} bytes")
-    data = bytes(data)
-    if not data.strip():
-        raise InvalidInput("request body is empty; send a JSON (or YAML) object")
-    if "yaml" in request.headers.get("content-type", ""):
-        try:
-            body = yaml.load(data, Loader=_Loader)  # a SafeLoader (no python/* tags)
-        except (yaml.YAMLError, ValueError) as exc:  # ValueError: e.g. an integer of over 4300 digits
-            raise InvalidInput(f"body is not valid YAML: {str(exc)[:200]}") from None
-        except RecursionError:
-            raise InvalidInput("body is not valid YAML: nested too deeply") from None
-    else:
-        try:
-            body = json.loads(data, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of over 4300 digits, NaN, a key twice
-            raise InvalidInput(f"body is not valid JSON: {str(exc)[:200]}") from None
-        except RecursionError:  # e.g. a million '[' fits in 2 MiB
-            raise InvalidInput("body is not valid JSON: nested too deeply") from None
-    bad = _first_non_text(body)
-    if bad is not None:
-        raise InvalidInput(
-            f"{bad or 'body'}: text must be valid Unicode without NUL characters (no lone surrogate such as \\ud800, "
-            "no \\u0000)", bad or None,
-        )
+            raise TooLarge("http.body_too_large", None, limit=MAX_BODY_BYTES)
+    body = bytes(data)
+    request.state.crater_body = body
     return body
 
 
+async def decode_body(request: Request) -> object:
+    """Read and decode the body by ``Content-Type`` (see :func:`body_format`).
+
+    Raises:
+        UnsupportedMediaType: a media type other than JSON or YAML. TooLarge: over 2 MiB. InvalidInput: an empty
+            body, one that is not valid JSON/YAML (line and column in the arguments), not UTF-8, nested too
+            deeply, with a key given twice, ``NaN``/``Infinity``, an integer of over 4300 digits, or text that no
+            layer can store (a lone surrogate, NUL; ``field`` is its path).
+    """
+    kind = body_format(request)
+    data = await read_body(request)
+    if not data.strip():
+        raise InvalidInput("http.body_empty")
+    body = _yaml(data) if kind == "yaml" else _json(data)
+    bad = _first_non_text(body)
+    if bad is not None:
+        raise InvalidInput("http.body_text", bad or None, path=bad or "body")
+    return body
+
+
+async def decode_object(request: Request, allowed: Iterable[str]) -> dict:
+    """The request body (see :func:`decode_body`) as an object with only ``allowed`` keys.
+
+    Raises:
+        InvalidInput: not an object (the allowed fields in ``fields``), or an unknown key (the first one, named as
+            the field, with the allowed keys in ``allowed``); and what :func:`decode_body` raises.
+    """
+    names = sorted(allowed)
+    body = await decode_body(request)
+    if not isinstance(body, dict):
+        raise InvalidInput("http.body_object", None, fields=names)
+    unknown = sorted(str(k) for k in set(body) - set(names))
+    if unknown:
+        raise InvalidInput("http.body_unknown_field", unknown[0][:64], name=unknown[0][:64], allowed=names)
+    return body
+
+
+async def decode_optional_object(request: Request, allowed: Iterable[str]) -> dict:
+    """The body as :func:`decode_object` reads it, or ``{}`` when the request has no body at all."""
+    if request.headers.get("content-length") in (None, "0") and "transfer-encoding" not in request.headers:
+        return {}
+    return await decode_object(request, allowed)
+
+
+# ---- JSON --------------------------------------------------------------------------------------------------------
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class _Constant(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
+    raise _Constant(name)
 
 
 # A key given twice is refused, not resolved to its last value: a reader of the document (a reviewer, another
@@ -71,9 +133,54 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     out: dict = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"key {key[:64]!r} appears twice")
+            raise _DuplicateKey(key)
         out[key] = value
     return out
+
+
+def _json(data: bytes) -> object:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("http.body_encoding", None, offset=exc.start) from None
+    try:
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput("http.body_json", None, line=exc.lineno, column=exc.colno,
+                           detail=exc.msg[:MAX_DETAIL_CHARS]) from None
+    except _DuplicateKey as exc:
+        raise InvalidInput("http.body_duplicate_key", None, key=exc.key[:64]) from None
+    except _Constant as exc:
+        raise InvalidInput("http.body_constant", None, name=exc.name) from None
+    except ValueError:  # an integer of over 4300 digits (int() refuses to convert it)
+        raise InvalidInput("http.body_number_too_long", None, limit=sys.get_int_max_str_digits()) from None
+    except RecursionError:  # e.g. a million '[' fits in 2 MiB
+        raise InvalidInput("http.body_nested", None) from None
+
+
+# ---- YAML --------------------------------------------------------------------------------------------------------
+class _DuplicateYamlKey(yaml.constructor.ConstructorError):
+    def __init__(self, key: str, node, key_node) -> None:
+        super().__init__("while constructing a mapping", node.start_mark, f"found key '{key[:64]}' twice",
+                         key_node.start_mark)
+        self.key = key
+
+
+def _yaml(data: bytes) -> object:
+    try:
+        return yaml.load(data, Loader=_Loader)  # a SafeLoader (no python/* tags)
+    except _DuplicateYamlKey as exc:
+        raise InvalidInput("http.body_duplicate_key", None, key=exc.key[:64]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        detail = (getattr(exc, "problem", None) or str(exc))[:MAX_DETAIL_CHARS]
+        if mark is None:
+            raise InvalidInput("http.body_yaml_detail", None, detail=detail) from None
+        raise InvalidInput("http.body_yaml", None, line=mark.line + 1, column=mark.column + 1, detail=detail) from None
+    except ValueError:  # an integer of over 4300 digits
+        raise InvalidInput("http.body_number_too_long", None, limit=sys.get_int_max_str_digits()) from None
+    except RecursionError:
+        raise InvalidInput("http.body_nested", None) from None
 
 
 class _Loader(yaml.SafeLoader):
@@ -89,50 +196,9 @@ class _Loader(yaml.SafeLoader):
                 if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                     key = (key_node.tag, key_node.value)
                     if key in seen:
-                        raise yaml.constructor.ConstructorError(
-                            "while constructing a mapping", node.start_mark,
-                            f"found key '{key_node.value[:64]}' twice", key_node.start_mark,
-                        )
+                        raise _DuplicateYamlKey(key_node.value, node, key_node)
                     seen.add(key)
         return super().construct_mapping(node, deep=deep)
-
-
-def _first_non_text(body: object) -> str | None:
-    """Dotted path of the first string (value or key) in ``body`` that is not :func:`is_text` (``""`` for the
-    body itself), else ``None``. Each container is visited once: YAML aliases share objects, and a billion-laughs
-    body must not cost a billion steps."""
-    seen: set[int] = set()
-    stack: list[tuple[object, str]] = [(body, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, str):
-            if not is_text(node):
-                return path
-        elif isinstance(node, (dict, list)) and id(node) not in seen:
-            seen.add(id(node))
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            for key, value in items:
-                name = key if isinstance(key, str) else str(key)
-                if isinstance(key, str) and not is_text(key):
-                    return f"{path}.{key!r}".lstrip(".")
-                stack.append((value, f"{path}.{name}".lstrip(".")))
-    return None
-
-
-async def decode_object(request: Request, allowed: set[str], what: str) -> dict:
-    """The request body (see :func:`decode_body`) as an object with only ``allowed`` keys.
-
-    Raises:
-        InvalidInput: not an object (the message says it needs ``what``), or an unknown key (the first one,
-            named as the field, with the allowed keys listed); and what :func:`decode_body` raises.
-    """
-    body = await decode_body(request)
-    if not isinstance(body, dict):
-        raise InvalidInput(f"body must be an object with {what}")
-    unknown = sorted(str(k) for k in set(body) - allowed)
-    if unknown:
-        raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
-    return body
 
 
 def _yaml12_resolvers() -> dict:
@@ -155,3 +221,26 @@ def _yaml12_resolvers() -> dict:
 
 
 _Loader.yaml_implicit_resolvers = _yaml12_resolvers()
+
+
+# ---- text that no layer can store ----------------------------------------------------------------------------------
+def _first_non_text(body: object) -> str | None:
+    """Dotted path of the first string (value or key) in ``body`` that is not :func:`is_text` (``""`` for the
+    body itself), else ``None``. Each container is visited once: YAML aliases share objects, and a billion-laughs
+    body must not cost a billion steps."""
+    seen: set[int] = set()
+    stack: list[tuple[object, str]] = [(body, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if not is_text(node):
+                return path
+        elif isinstance(node, (dict, list)) and id(node) not in seen:
+            seen.add(id(node))
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for key, value in items:
+                name = key if isinstance(key, str) else str(key)
+                if isinstance(key, str) and not is_text(key):
+                    return f"{path}.{key!r}".lstrip(".")
+                stack.append((value, f"{path}.{name}".lstrip(".")))
+    return None

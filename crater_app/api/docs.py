@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import copy
+from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +41,32 @@ def request_body(model: type[BaseModel], yaml: bool = False) -> dict:
 
 
 JOB_SPEC_BODY = request_body(JobSpec, yaml=True)
+
+
+def with_job_defaults(schema: dict, path: str, defaults: Mapping[str, str]) -> dict:
+    """``schema`` (a generated OpenAPI document) with the deployment's job defaults shown on the job spec body of
+    ``POST path``: ``resources`` gets ``default`` (the whole list when left out) and, per resource, its own
+    ``default`` and a description (a job that names only one of them gets the default of the other). The
+    operation is copied first: the generated document shares its body schemas with :data:`JOB_SPEC_BODY`."""
+    operation = schema.get("paths", {}).get(path, {}).get("post")
+    if not operation or not defaults:
+        return schema
+    operation = schema["paths"][path]["post"] = copy.deepcopy(operation)
+    words = ", ".join(f"{name} {value}" for name, value in defaults.items())
+    for content in operation.get("requestBody", {}).get("content", {}).values():
+        resources = content.get("schema", {}).get("properties", {}).get("resources")
+        if resources is None:
+            continue
+        resources["default"] = dict(defaults)
+        resources["description"] = (
+            "Kubernetes resource list: cpu, memory, accelerators such as nvidia.com/gpu (whole devices). "
+            f"A resource left out gets the default ({words}); a job that names only one of them gets the other's.")
+        resources["properties"] = {
+            **resources.get("properties", {}),
+            **{name: {"default": value, "description": f"default {value} when left out",
+                      "anyOf": [{"type": "string"}, {"type": "number"}]} for name, value in defaults.items()},
+        }
+    return schema
 LOGIN_BODY = request_body(LoginRequest)
 USER_CREATE_BODY = request_body(UserCreate)
 

@@ -13,18 +13,19 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from crater_app.api.language import preferred_language
-from crater_app.domain.errors import CraterError, InvalidInput, NotFound, TooLarge
+from crater_app.domain.errors import CraterError, InvalidInput, NotFound, TooLarge, UnsupportedMediaType
+
+
+class MethodNotAllowed(CraterError):
+    """The path exists but not with this method (the path's methods in ``allowed``, also the ``Allow`` header,
+    RFC 9110 §15.5.6). HTTP 405."""
+
+    kind = "method_not_allowed"
+    http_status = 405
 
 
 class _HttpError(CraterError):
-    """An HTTP-level refusal that no service raised (a wrong method, Starlette's own 404)."""
-
-
-#: HTTP status of a Starlette refusal -> (kind, code)
-_HTTP_CODES = {
-    404: ("not_found", "http.not_found"), 405: ("method_not_allowed", "http.method_not_allowed"),
-    413: ("too_large", "http.too_large"),
-}
+    """Another HTTP-level refusal that no service raised (its status in the ``status`` argument)."""
 
 
 def request_language(request: Request) -> str:
@@ -37,9 +38,27 @@ def error_body(exc: CraterError, lang: str) -> dict:
     return {"error": exc.to_dict(lang)}
 
 
+def error_headers(exc: CraterError) -> dict[str, str] | None:
+    """Headers that go with ``exc``'s status: ``WWW-Authenticate`` on 401 (RFC 9110 §11.6.1), ``Accept`` listing the
+    media types a body may have on 415 (RFC 9110 §15.5.16), ``Retry-After`` (seconds) where the error names one."""
+    if exc.http_status == 401:
+        return {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, MethodNotAllowed) and isinstance(exc.params.get("allowed"), list):
+        return {"Allow": ", ".join(str(m) for m in exc.params["allowed"])}
+    if isinstance(exc, UnsupportedMediaType) and isinstance(exc.params.get("accepted"), list):
+        return {"Accept": ", ".join(str(t) for t in exc.params["accepted"])}
+    retry_after = exc.params.get("retry_after")
+    if isinstance(retry_after, int) and not isinstance(retry_after, bool) and retry_after >= 0:
+        return {"Retry-After": str(retry_after)}
+    return None
+
+
 def error_response(exc: CraterError, request: Request) -> JSONResponse:
-    """``exc`` as its JSON response (status from the error's class, message in the request's language)."""
-    headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+    """``exc`` as its JSON response (status from the error's class, message in the request's language, headers
+    from :func:`error_headers`; a 415 to a ``PATCH`` also has ``Accept-Patch``, RFC 5789 §2.2)."""
+    headers = error_headers(exc)
+    if headers and "Accept" in headers and request.method == "PATCH":
+        headers["Accept-Patch"] = headers["Accept"]
     return JSONResponse(error_body(exc, request_language(request)), status_code=exc.http_status, headers=headers)
 
 
@@ -51,16 +70,27 @@ def _validation_error(exc: RequestValidationError) -> CraterError:
     field = ".".join(loc) or None
     ctx = err.get("ctx") or {}
     kind = str(err.get("type", ""))
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than") and ctx:
-        bound = next(iter(ctx.values()))
-        limit = {"greater_than_equal": "min", "greater_than": "above", "less_than_equal": "max",
-                 "less_than": "below"}[kind]
-        return InvalidInput(f"request.number_{limit}", field, field_name=field or "request", limit=bound)
+    name = field or "request"
+    bound = next(iter(ctx.values()), None)
+    if kind == "greater_than_equal" and bound is not None:
+        return InvalidInput("request.number_min", field, field_name=name, limit=bound)
+    if kind == "greater_than" and bound is not None:
+        return InvalidInput("request.number_above", field, field_name=name, limit=bound)
+    if kind == "less_than_equal" and bound is not None:
+        return InvalidInput("request.number_max", field, field_name=name, limit=bound)
+    if kind == "less_than" and bound is not None:
+        return InvalidInput("request.number_below", field, field_name=name, limit=bound)
     if kind.startswith("int") or kind.startswith("float"):
-        return InvalidInput("request.number", field, field_name=field or "request")
+        return InvalidInput("request.number", field, field_name=name)
     if kind == "missing":
-        return InvalidInput("request.missing", field, field_name=field or "request")
-    return InvalidInput("request.invalid", field, field_name=field or "request", detail=str(err.get("msg", "")))
+        return InvalidInput("request.missing", field, field_name=name)
+    if kind == "string_too_long" and isinstance(ctx.get("max_length"), int):
+        return InvalidInput("request.text_max", field, field_name=name, limit=ctx["max_length"])
+    if kind == "bool_parsing":
+        return InvalidInput("request.boolean", field, field_name=name)
+    if kind == "literal_error" and ctx.get("expected"):
+        return InvalidInput("request.choice", field, field_name=name, expected=str(ctx["expected"]))
+    return InvalidInput("request.invalid", field, field_name=name, detail=str(err.get("msg", "")))
 
 
 def install(app: FastAPI) -> None:
@@ -76,15 +106,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        kind, code = _HTTP_CODES.get(exc.status_code, ("error", "http.error"))
         error: CraterError
         if exc.status_code == 404:
-            error = NotFound(code, "path", path=request.url.path[:200])
+            error = NotFound("http.not_found", "path", path=request.url.path[:200])
+        elif exc.status_code == 405:
+            allowed = sorted(m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip())
+            error = MethodNotAllowed("http.method_not_allowed", None, method=request.method[:16], allowed=allowed)
         elif exc.status_code == 413:
-            error = TooLarge(code)
+            error = TooLarge("http.too_large")
         else:
-            error = _HttpError(code, None, status=exc.status_code, method=request.method)
-            error.kind = kind  # type: ignore[misc]
-        response = JSONResponse(error_body(error, request_language(request)), status_code=exc.status_code,
-                                headers=exc.headers)  # headers the exception carries stay (the Allow of a 405)
-        return response
+            error = _HttpError("http.error", None, status=exc.status_code, method=request.method[:16])
+        headers = {**(exc.headers or {}), **(error_headers(error) or {})}
+        return JSONResponse(error_body(error, request_language(request)), status_code=exc.status_code,
+                            headers=headers or None)

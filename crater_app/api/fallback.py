@@ -11,16 +11,16 @@ matches every request whose path is ``/api/v1`` or under ``/api/v1/``, whatever 
   path's methods (RFC 9110 §15.5.6);
 - anything else: ``404`` ``not_found`` (field ``path``).
 
-Errors are raised as exceptions, so the API's exception handlers write the usual ``{"error": {"code",
-"message", "field"}}`` body. CORS preflight requests never get here: Reflex's CORS middleware answers them.
+Errors are raised as exceptions, so the API's exception handlers write the usual ``{"error": {"code", "kind",
+"message", "field", "args"}}`` body. CORS preflight requests never get here: Reflex's CORS middleware answers them.
 """
 
 from __future__ import annotations
 
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match, Mount, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
+from crater_app.api.errors import MethodNotAllowed
 from crater_app.domain.errors import NotFound
 
 
@@ -72,10 +72,10 @@ class ApiFallback(BaseRoute):
                     return
         allowed = self.allowed(scope)
         if allowed:
-            raise StarletteHTTPException(
-                405, f"{scope['method']} is not allowed on {scope['path']}; allowed: {', '.join(sorted(allowed))}",
-                headers={"Allow": ", ".join(sorted(allowed))})
-        raise NotFound(f"no route {scope['method']} {scope['path']}; see {self.prefix}/openapi.json", "path")
+            raise MethodNotAllowed("http.method_not_allowed", None, method=scope["method"][:16],
+                                   allowed=sorted(allowed))
+        raise NotFound("http.no_route", "path", method=scope["method"][:16], path=scope["path"][:200],
+                       openapi=f"{self.prefix}/openapi.json")
 
 
 def _without_body(send: Send) -> Send:

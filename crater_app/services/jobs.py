@@ -17,10 +17,12 @@ from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project,
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
+from crater_app.domain.job_defaults import default_resources, with_default_resources
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
 from crater_app.domain.naming import is_text
 from crater_app.domain.paging import check_page
 from crater_app.domain.placement import Request, never_fits
+from crater_app.domain.resource_names import check_offered
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_job, can_read_project, can_submit, readable_projects,
@@ -72,10 +74,12 @@ def _public(session, job: Job) -> JobPublic:
 
 def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
     resources = resources or spec.resource_list
+    nodes = ctx.backend.inventory()
+    check_offered(resources.accelerators, (d.resource for node in nodes for d in node.devices))  # did you mean
     req = Request(uid="", priority=0, created_at=datetime.min, cpu_m=resources.cpu_m,
                   memory_bytes=resources.memory_bytes, accelerators=resources.accelerators, model=spec.accelerator_model)
     problems = []
-    for node in ctx.backend.inventory():
+    for node in nodes:
         problem = never_fits(req, node.cpu_m, node.memory_bytes, [(d.resource, d.model) for d in node.devices])
         if problem is None:
             return
@@ -104,7 +108,9 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     goes to the backend) or ``Held`` (it waits in Crater's queue: ``reason`` says which limit, how much is used and
     its position; ``reason_code``/``reason_args`` for translation). A job above ``approval_gpu_threshold``
     accelerators (not by a platform admin) is held for an approval (an ``approvals`` row, kind ``large_job``).
-    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs.
+    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs; a spec that names no ``cpu``
+    or no ``memory`` gets the settings' defaults (``default_job_cpu``/``default_job_memory``, see
+    :mod:`crater_app.domain.job_defaults`).
 
     Returns:
         The job in phase ``Queued`` (the loop moves it on) or ``Held``.
@@ -112,10 +118,13 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     Raises:
         InvalidInput: bad spec (field named); NotFound: unknown project; Forbidden: no submit right
         in the project, or the project has expired (the date in the message); Unschedulable: the request exceeds
-        the machine (numbers in the message); AdmissionRefused (422, code ``never_admissible``): over the
+        the machine (numbers in the message), or names an accelerator resource no node offers (with the closest
+        offered name as ``suggestion``); AdmissionRefused (422, code ``never_admissible``): over the
         project's capability, the member's share or the user's limits (limit and request in the message).
     """
     spec = validate_spec(raw)
+    settings = ctx.settings
+    spec = with_default_resources(spec, default_resources(settings.default_job_cpu, settings.default_job_memory))
     resources = spec.resource_list
     project_id, project_name = _submit_project(ctx, actor, spec.project)
     if not can_submit(actor, project_id):

@@ -106,7 +106,8 @@ def _raw_post(api, data: bytes, content_type: str = "application/json", **header
 def test_bodies_over_2_mib_get_413(api):
     before = counts(api.world.ctx)
     big = json.dumps({"name": "big", "command": ["echo", "z" * (2 * 1024 * 1024)]}).encode()
-    assert_error(_raw_post(api, big), 413, "too_large", None, "2097152")
+    error = assert_error(_raw_post(api, big), 413, "too_large", None, "2 MiB", code="http.body_too_large")
+    assert error["args"] == {"limit": 2097152}
 
     def chunks():  # no Content-Length: the limit holds for a streamed body too
         for _ in range(5):

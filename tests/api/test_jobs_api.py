@@ -26,7 +26,8 @@ def test_submit_returns_201_and_the_job(api):
     assert JOB_FIELDS <= set(body)
     assert isinstance(body["id"], int) and body["name"] == "train-1" and body["project"] == "default"
     assert body["user"] == "alice" and body["phase"] == "Queued" and body["exit_code"] is None
-    assert body["resources"] == {"cpu": "500m", "nvidia.com/gpu": "2"} and body["devices"] == []
+    # memory is left out: it gets the default (settings.default_job_memory)
+    assert body["resources"] == {"cpu": "500m", "nvidia.com/gpu": "2", "memory": "2Gi"} and body["devices"] == []
     assert body["gpus"] == 2 and body["max_runtime"] == 7200 and body["priority"] == 7 and body["env"] == {"EPOCHS": "3"}
     assert body["command"] == ["python3", "-c", "print(1)"]
     utc(body["created_at"])
@@ -48,9 +49,10 @@ max_runtime: 1h30m
     assert r.status_code == 201, r.text
     body = r.json()
     assert body["name"] == "from-yaml" and body["command"] == ["sh", "-c", "echo yaml"]
-    assert body["resources"] == {"nvidia.com/gpu": "1", "memory": "1Gi"} and body["max_runtime"] == 5400
+    assert body["resources"] == {"nvidia.com/gpu": "1", "memory": "1Gi", "cpu": "1"} and body["max_runtime"] == 5400
     r = api.client.post("/api/v1/jobs", content=b"name: [unclosed", headers={**api.auth("alice"), "Content-Type": "application/yaml"})
-    assert_error(r, 422, "invalid", None, "not valid YAML")
+    error = assert_error(r, 422, "invalid", None, "not valid YAML", code="http.body_yaml")
+    assert error["args"]["line"] == 1 and error["args"]["column"] == 16
 
 
 def test_full_lifecycle_over_http(api):
@@ -87,7 +89,7 @@ def test_cancel_over_http(api):
     loop = LeaderLoop(api.world.ctx)
     drive_until(loop, created["id"], "Running")
     r = api.client.delete(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice"))
-    assert r.status_code == 200 and r.json()["id"] == created["id"]
+    assert r.status_code == 202 and r.json()["id"] == created["id"]
     drive_until(loop, created["id"], "Cancelled")
     assert api.client.get(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice")).json()["phase"] == "Cancelled"
 
@@ -131,7 +133,7 @@ def test_visibility(api):
             assert_error(r, 404, "not_found", "id")
     assert_error(api.client.get("/api/v1/jobs/abc", headers=api.auth("alice")), 422, "invalid", "job_id")
     r = api.client.delete(f"/api/v1/jobs/{job['id']}", headers=api.auth("admin"))
-    assert r.status_code == 200
+    assert r.status_code == 202
     drive_until(LeaderLoop(api.world.ctx), job["id"], "Cancelled")
 
 

@@ -51,7 +51,8 @@ def test_set_and_read_a_quota(lab):
     assert r.status_code == 201 and r.json()["phase"] == "Held" and r.json()["reason_code"] == "quota"
     for who in ("bob", "alice", "admin"):  # readers of the project
         r = c.get("/api/v1/projects/lab/quota", headers=lab.auth(who))
-        assert r.status_code == 200 and r.json()["used"] == {"cpu": "1", GPU: "3"}, r.text
+        # bob's first job names no memory: it asks for the default (2Gi)
+        assert r.status_code == 200 and r.json()["used"] == {"cpu": "1", "memory": str(2 * 1024**3), GPU: "3"}, r.text
         assert (r.json()["admitted_jobs"], r.json()["held_jobs"]) == (1, 1)
     r = c.get("/api/v1/projects/lab", headers=lab.auth("bob"))
     assert r.json()["quota"]["capability"][GPU] == "4" and r.json()["quota"]["held_jobs"] == 1

@@ -165,9 +165,10 @@ def test_exact_cuda_visible_devices_and_no_secrets(world, monkeypatch):
     monkeypatch.setenv("DB_PASSWORD", "db-s3cret")
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
     show = ["sh", "-c", 'echo "CVD=$CUDA_VISIBLE_DEVICES NVD=$NVIDIA_VISIBLE_DEVICES ORDER=$CUDA_DEVICE_ORDER"; env; sleep 30']
-    first = jobs.submit_job(ctx, world.alice, spec("two", show, resources={"nvidia.com/gpu": 2}))
+    # small CPU requests: three jobs at once must fit a 2-core machine (a job naming no cpu asks for 1 core)
+    first = jobs.submit_job(ctx, world.alice, spec("two", show, resources={"nvidia.com/gpu": 2, "cpu": "100m"}))
     drive_until(loop, first.id, "Running")
-    second = jobs.submit_job(ctx, world.alice, spec("one", show, resources={"nvidia.com/gpu": "1"}))
+    second = jobs.submit_job(ctx, world.alice, spec("one", show, resources={"nvidia.com/gpu": "1", "cpu": "100m"}))
     drive_until(loop, second.id, "Running")
     cpu = jobs.submit_job(ctx, world.alice, spec("cpu", show, resources={"cpu": "100m"}))
     drive_until(loop, cpu.id, "Running")

@@ -1,0 +1,90 @@
+"""``/api/v1/jobs``: submit (JSON or YAML), list, read, cancel, resubmit, logs and events (DESIGN.md §2)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import PlainTextResponse
+
+from crater_app.api import docs
+from crater_app.api.body import decode_body
+from crater_app.api.deps import CtxDep, CurrentActor, run_read
+from crater_app.api.errors import request_language
+from crater_app.api.idempotency import IdempotentRoute
+from crater_app.api.responses import json_list, json_response
+from crater_app.api.routes import API_PREFIX
+from crater_app.domain.manifests import refuse_manifest
+from crater_app.schemas import JobEventPublic, JobPage, JobPublic
+from crater_app.services import admission, jobs
+
+router = APIRouter(prefix=API_PREFIX, tags=["jobs"], route_class=IdempotentRoute)
+
+
+def localized(job: JobPublic, lang: str) -> JobPublic:
+    """``job`` with its ``reason`` in ``lang`` (hold and preemption sentences; others stay as written)."""
+    text = admission.reason_text(lang, job.reason_code, job.reason_args, job.reason)
+    return job if text == job.reason else job.model_copy(update={"reason": text})
+
+
+@router.post("/jobs", status_code=201, response_model=JobPublic, openapi_extra=docs.JOB_SPEC_BODY)
+async def submit(request: Request, c: CtxDep, a: CurrentActor) -> Response:
+    """Submit a job spec (JSON, or YAML with ``Content-Type: application/yaml``). A spec without ``cpu`` or
+    ``memory`` gets the deployment's defaults (see ``resources``). A Kubernetes manifest (``apiVersion`` + ``kind``)
+    is refused with what it is."""
+    body = await decode_body(request)
+    refuse_manifest(body)
+    job = await run_in_threadpool(jobs.submit_job, c, a, body)
+    return json_response(job, 201)
+
+
+@router.get("/jobs", response_model=JobPage)
+async def list_jobs(
+    request: Request, c: CtxDep, a: CurrentActor, phase: str | None = None, q: str | None = None,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=jobs.MAX_PAGE_SIZE)] = 20,
+) -> Response:
+    """Jobs visible to the caller, newest first: ``{"items", "total", "page", "page_size"}``. A held job's
+    ``reason`` says why it waits, in Chinese when ``Accept-Language`` prefers ``zh``."""
+    found = await run_read(jobs.list_jobs, c, a, phase=phase, q=q, page=page, page_size=page_size)
+    lang = request_language(request)
+    if lang != "en" and any(j.reason_code for j in found.items):
+        found = found.model_copy(update={"items": [localized(j, lang) for j in found.items]})
+    return json_response(found)
+
+
+@router.get("/jobs/{job_id}", response_model=JobPublic)
+async def get_job(job_id: int, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+    """One job; ``reason``/``reason_code``/``reason_args`` say why it waits (``reason`` in Chinese when
+    ``Accept-Language`` prefers ``zh``)."""
+    return json_response(localized(await run_read(jobs.get_job, c, a, job_id), request_language(request)))
+
+
+@router.delete("/jobs/{job_id}", status_code=202, response_model=JobPublic)
+async def cancel_job(job_id: int, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+    """Cancel a job: 202 (accepted) with the job; its processes get SIGTERM, then SIGKILL after the grace period,
+    and it ends ``Cancelled`` (a held job at once)."""
+    job = await run_in_threadpool(jobs.cancel_job, c, a, job_id)
+    return json_response(localized(job, request_language(request)), 202)
+
+
+@router.post("/jobs/{job_id}/resubmit", status_code=201, response_model=JobPublic)
+async def resubmit_job(job_id: int, c: CtxDep, a: CurrentActor) -> Response:
+    """Submit a copy of the job as a new job."""
+    return json_response(await run_in_threadpool(jobs.resubmit_job, c, a, job_id), 201)
+
+
+@router.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
+async def job_logs(
+    job_id: int, c: CtxDep, a: CurrentActor,
+    tail_bytes: Annotated[int, Query(ge=1, le=jobs.MAX_LOG_TAIL_BYTES)] = 65536,
+) -> Response:
+    """The last ``tail_bytes`` of the job's stdout+stderr, as text."""
+    return PlainTextResponse(await run_read(jobs.job_logs, c, a, job_id, tail_bytes))
+
+
+@router.get("/jobs/{job_id}/events", response_model=list[JobEventPublic])
+async def job_events(job_id: int, c: CtxDep, a: CurrentActor) -> Response:
+    """The job's events, oldest first."""
+    return json_list(await run_read(jobs.job_events, c, a, job_id))

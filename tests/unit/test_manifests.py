@@ -1,0 +1,54 @@
+"""domain.manifests: which documents are Kubernetes manifests, and the project each comes from."""
+
+from __future__ import annotations
+
+import pytest
+
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.manifests import describe_manifest, refuse_manifest
+
+
+@pytest.mark.parametrize(("body", "found"), [
+    ({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}, ("Volcano", "Job", "batch.volcano.sh/v1alpha1")),
+    ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue"}, ("Volcano", "Queue", "scheduling.volcano.sh/v1beta1")),
+    ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}, ("Kubeflow", "PyTorchJob", "kubeflow.org/v1")),
+    ({"apiVersion": "kubeflow.org/v1", "kind": "MPIJob"}, ("Kubeflow", "MPIJob", "kubeflow.org/v1")),
+    ({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob"},
+     ("Kubeflow", "TrainJob", "trainer.kubeflow.org/v1alpha1")),
+    ({"apiVersion": "batch/v1", "kind": "Job"}, ("Kubernetes", "Job", "batch/v1")),
+    ({"apiVersion": "batch/v1", "kind": "CronJob"}, ("Kubernetes", "CronJob", "batch/v1")),
+    ({"apiVersion": "v1", "kind": "Pod"}, ("Kubernetes", "Pod", "v1")),
+    ({"apiVersion": "apps/v1", "kind": "Deployment"}, ("Kubernetes", "Deployment", "apps/v1")),
+    ({"apiVersion": "Apps/v1", "kind": "StatefulSet"}, ("Kubernetes", "StatefulSet", "Apps/v1")),
+    ({"apiVersion": "ray.io/v1", "kind": "RayJob"}, (None, "RayJob", "ray.io/v1")),
+    ({"apiVersion": "x" * 300 + "/v1", "kind": "K" * 300}, (None, "K" * 100, "x" * 100)),
+    ({"apiVersion": "v2", "kind": "Thing"}, ("Kubernetes", "Thing", "v2")),  # no group: the core group
+])
+def test_manifests_are_recognised_with_their_project(body, found):
+    assert describe_manifest({**body, "metadata": {"name": "n"}, "spec": {}}) == found
+
+
+@pytest.mark.parametrize("body", [
+    {"name": "train", "command": ["true"]}, {"name": "train", "command": ["true"], "kind": "interactive"},
+    {"apiVersion": "v1"}, {"kind": "Pod"}, {"apiVersion": "", "kind": "Pod"}, {"apiVersion": "v1", "kind": 3},
+    {"apiVersion": ["v1"], "kind": "Pod"}, ["apiVersion", "kind"], "apiVersion: v1", None,
+])
+def test_job_specs_and_other_documents_are_not_manifests(body):
+    assert describe_manifest(body) is None
+    refuse_manifest(body)  # raises nothing
+
+
+def test_the_refusal_names_the_document_and_what_to_send():
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifest({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"})
+    exc = caught.value
+    assert (exc.code, exc.field) == ("job.manifest", "apiVersion")
+    assert exc.params == {"product": "Volcano", "kind": "Job", "api_version": "batch.volcano.sh/v1alpha1"}
+    assert "a Volcano Job (batch.volcano.sh/v1alpha1), not a Crater job spec" in exc.message
+    assert "command" in exc.message and "/api/v1/openapi.json" in exc.message
+    assert "Volcano Job（batch.volcano.sh/v1alpha1），不是 Crater 作业规格" in exc.message_in("zh-CN")
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifest({"apiVersion": "ray.io/v1", "kind": "RayJob"})
+    assert caught.value.code == "job.manifest_other"
+    assert caught.value.params == {"kind": "RayJob", "api_version": "ray.io/v1"}
+    assert "manifest of kind RayJob (ray.io/v1)" in caught.value.message
