@@ -80,8 +80,10 @@ def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | No
         if problem is None:
             return
         problems.append(problem)
-    field, message = problems[0] if problems else ("resources", "there is no node to run on")
-    raise Unschedulable(f"{field}: {message}; the job could never start", field)
+    if not problems:
+        raise Unschedulable("job.no_node", "resources")
+    field, code, args = problems[0]
+    raise Unschedulable(code, field, **args)
 
 
 def workload_of(job: Job, project: str, user: str) -> Workload:
