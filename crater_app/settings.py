@@ -39,6 +39,9 @@ class Settings(BaseSettings):
         billing_period: ``month`` (free allowances renew on the first of each month, UTC).
         billing_charge_interval_s: the leader charges running jobs at most this often, seconds (a job that ends
             is settled up to its end at the next charge).
+        max_attempts: how many times a job may run (``CRATER_MAX_ATTEMPTS``, at least 1): a job preempted on its
+            last attempt, or one with ``requeue_on_preemption`` off, ends ``Failed`` instead of going back to the
+            queue (Kueue's ``waitForPodsReady.requeuingStrategy.backoffLimitCount`` plays the same part).
         oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off;
             ``oidc_discovery_url`` defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
@@ -69,6 +72,8 @@ class Settings(BaseSettings):
     billing_enabled: bool = False
     billing_period: str = "month"
     billing_charge_interval_s: float = 60.0
+
+    max_attempts: int = Field(default=5, ge=1)
 
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""

@@ -56,7 +56,8 @@ def _json(model, status_code: int = 200) -> Response:
 
 
 def _localized(job: JobPublic, lang: str) -> JobPublic:
-    """``job`` with its ``reason`` in ``lang`` (hold and preemption sentences; others stay as written)."""
+    """``job`` with its ``reason`` in ``lang``, rendered from ``reason_code``/``reason_args`` (holds, placement and
+    stop reasons, with estimates counted from now); a reason without a code stays as written."""
     text = admission.reason_text(lang, job.reason_code, job.reason_args, job.reason)
     return job if text == job.reason else job.model_copy(update={"reason": text})
 
@@ -145,7 +146,7 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         ``reason`` says why it waits, in Chinese when ``Accept-Language`` prefers ``zh``."""
         found = await _read(jobs.list_jobs, c, a, phase=phase, q=q, page=page, page_size=page_size)
         lang = preferred_language(request.headers.get("accept-language"))
-        if lang != "en" and any(j.reason_code for j in found.items):
+        if any(j.reason_code for j in found.items):
             found = found.model_copy(update={"items": [_localized(j, lang) for j in found.items]})
         return _json(found)
 
@@ -156,10 +157,11 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         job = await _read(jobs.get_job, c, a, job_id)
         return _json(_localized(job, preferred_language(request.headers.get("accept-language"))))
 
-    @app.delete(f"{API_PREFIX}/jobs/{{job_id}}", tags=["jobs"], response_model=JobPublic)
+    @app.delete(f"{API_PREFIX}/jobs/{{job_id}}", tags=["jobs"], status_code=202, response_model=JobPublic)
     def cancel_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:
-        """Cancel a job (SIGTERM, SIGKILL after the grace period)."""
-        return _json(jobs.cancel_job(c, a, job_id))
+        """Cancel a job: 202 with the job ``Stopping`` (SIGTERM, SIGKILL after the grace period; ``Cancelled`` once
+        its last process has exited), or ``Cancelled`` at once when it was still held."""
+        return _json(jobs.cancel_job(c, a, job_id), 202)
 
     @app.post(f"{API_PREFIX}/jobs/{{job_id}}/resubmit", tags=["jobs"], status_code=201, response_model=JobPublic)
     def resubmit_job(job_id: int, c: Ctx, a: Me) -> JSONResponse:

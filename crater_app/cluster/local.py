@@ -27,7 +27,7 @@ import psutil
 from crater_app.cluster.base import Device, NodeInventory, Workload, WorkloadStatus
 from crater_app.cluster.local_inventory import discover, host_capacity
 from crater_app.domain.batching import GroupCommit
-from crater_app.domain.placement import Capacity, FreeDevice, Request, place
+from crater_app.domain.placement import Capacity, FreeDevice, Request, Running, place
 
 RUNNER = str(Path(__file__).with_name("local_runner.py"))
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "Pending", "Running", "Succeeded", "Failed", "Cancelled"
@@ -35,6 +35,8 @@ FINAL = (SUCCEEDED, FAILED, CANCELLED)
 # Variables of the web process that a job must not inherit (credentials, Crater's own settings).
 _SECRET_MARKERS = ("PASSWORD", "SECRET", "TOKEN", "CREDENTIAL", "PRIVATE_KEY", "API_KEY", "ACCESS_KEY")
 
+_STATUS_COLUMNS = ("uid, state, reason, message, exit_code, devices, started_at, finished_at, rev, code, args,"
+                   " attempt")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workloads (
   uid TEXT PRIMARY KEY, spec TEXT NOT NULL, priority INTEGER NOT NULL, created_at REAL NOT NULL,
@@ -42,7 +44,8 @@ CREATE TABLE IF NOT EXISTS workloads (
   max_runtime_s INTEGER, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', message TEXT NOT NULL DEFAULT '',
   exit_code INTEGER, devices TEXT NOT NULL DEFAULT '[]', pid INTEGER, pid_start REAL,
   started_at REAL, finished_at REAL, stop_reason TEXT, stop_message TEXT, term_sent_at REAL,
-  rev INTEGER NOT NULL
+  rev INTEGER NOT NULL, code TEXT NOT NULL DEFAULT '', args TEXT NOT NULL DEFAULT '{}',
+  attempt INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS ix_workloads_rev ON workloads(rev);
 CREATE INDEX IF NOT EXISTS ix_workloads_state ON workloads(state, priority, created_at);
@@ -115,6 +118,11 @@ class LocalBackend:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
+        have = {row[1] for row in self._conn.execute("PRAGMA table_info(workloads)")}
+        for column in ("code TEXT NOT NULL DEFAULT ''", "args TEXT NOT NULL DEFAULT '{}'",
+                       "attempt INTEGER NOT NULL DEFAULT 1"):  # state files of an earlier version
+            if column.split()[0] not in have:
+                self._conn.execute(f"ALTER TABLE workloads ADD COLUMN {column}")
 
     # -- storage -------------------------------------------------------------------------------
     @contextmanager
@@ -179,16 +187,25 @@ class LocalBackend:
             workload.uid, json.dumps(spec), workload.priority, workload.created_at.timestamp(),
             workload.resources.cpu_m, workload.resources.memory_bytes,
             json.dumps(workload.resources.accelerators), workload.accelerator_model, workload.max_runtime_s,
-            PENDING, "Queued", "waiting for placement",
+            PENDING, "Queued", "waiting for placement", "placement.pending", workload.attempt,
         )
 
     def _insert_workloads(self, rows: list[tuple]) -> list[None]:
         with self._tx() as conn:
             rev = self._next_rev(conn)
+            # A known uid is left alone, unless this is its next attempt and its last run is final: then it runs
+            # again (same folder and log), as Pending with a fresh status.
             conn.executemany(
-                "INSERT OR IGNORE INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
-                " model, max_runtime_s, state, reason, message, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(*row, rev + i) for i, row in enumerate(rows)],
+                "INSERT INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
+                " model, max_runtime_s, state, reason, message, code, attempt, rev)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(uid) DO UPDATE SET"
+                " spec = excluded.spec, max_runtime_s = excluded.max_runtime_s, state = excluded.state,"
+                " reason = excluded.reason, message = excluded.message, code = excluded.code, args = '{}',"
+                " attempt = excluded.attempt, rev = excluded.rev, exit_code = NULL, devices = '[]', pid = NULL,"
+                " pid_start = NULL, started_at = NULL, finished_at = NULL, stop_reason = NULL, stop_message = NULL,"
+                " term_sent_at = NULL WHERE workloads.attempt < excluded.attempt"
+                f" AND workloads.state IN ({','.join('?' * len(FINAL))})",
+                [(*row, rev + i, *FINAL) for i, row in enumerate(rows)],
             )
         return [None] * len(rows)
 
@@ -205,7 +222,7 @@ class LocalBackend:
             state, pid, term_sent = row
             now = self.clock()
             if state == PENDING:
-                self._update(conn, uid, state=CANCELLED, reason="Cancelled", message=reason, finished_at=now)
+                self._update(conn, uid, state=CANCELLED, reason="Cancelled", message=reason, finished_at=now, code="", args="{}")
             elif state == RUNNING and term_sent is None:
                 self._update(conn, uid, stop_reason="Cancelled", stop_message=reason, term_sent_at=now,
                              message=f"stopping: {reason}")
@@ -232,26 +249,23 @@ class LocalBackend:
         """Statuses changed after ``since_rev``, in change order (at most ``limit``)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT uid, state, reason, message, exit_code, devices, started_at, finished_at, rev"
-                " FROM workloads WHERE rev > ? ORDER BY rev LIMIT ?", (since_rev, limit)
+                f"SELECT {_STATUS_COLUMNS} FROM workloads WHERE rev > ? ORDER BY rev LIMIT ?", (since_rev, limit)
             ).fetchall()
         return [self._status(r) for r in rows]
 
     def status(self, uid: str) -> WorkloadStatus | None:
         """Current status of ``uid`` or ``None``."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT uid, state, reason, message, exit_code, devices, started_at, finished_at, rev"
-                " FROM workloads WHERE uid = ?", (uid,)
-            ).fetchone()
+            row = self._conn.execute(f"SELECT {_STATUS_COLUMNS} FROM workloads WHERE uid = ?", (uid,)).fetchone()
         return None if row is None else self._status(row)
 
     @staticmethod
     def _status(row: tuple) -> WorkloadStatus:
-        uid, state, reason, message, exit_code, devices, started, finished, rev = row
+        uid, state, reason, message, exit_code, devices, started, finished, rev, code, args, attempt = row
         return WorkloadStatus(
             uid=uid, state=state, reason=reason, message=message, exit_code=exit_code,
             devices=tuple(json.loads(devices)), started_at=_ts(started), finished_at=_ts(finished), rev=rev,
+            code=code, args=json.loads(args), attempt=attempt,
         )
 
     def read_logs(self, uid: str, tail_bytes: int = 65536) -> str:
@@ -384,7 +398,7 @@ class LocalBackend:
                 child = self._children.get(uid)
                 died_of = -child.returncode if child is not None and (child.returncode or 0) < 0 else signal.SIGKILL
                 code = 128 + died_of
-            self._update(conn, uid, state=state, reason=reason, message=message, exit_code=code, finished_at=now)
+            self._update(conn, uid, state=state, reason=reason, message=message, exit_code=code, finished_at=now, code="", args="{}")
         self._children.pop(uid, None)
 
     def _watch_running(self) -> None:
@@ -414,9 +428,17 @@ class LocalBackend:
             if head == self._placed_rev:
                 return
             running = conn.execute(
-                "SELECT devices, cpu_m, memory_bytes FROM workloads WHERE state = ?", (RUNNING,)
+                "SELECT devices, cpu_m, memory_bytes, uid, started_at, max_runtime_s FROM workloads WHERE state = ?",
+                (RUNNING,),
             ).fetchall()
             held = {i for r in running for i in json.loads(r[0])}
+            now = self.clock()
+            by_index = {d.index: FreeDevice(d.index, d.resource, d.model) for d in self.devices}
+            holding = [  # what running workloads hold, until their start + max_runtime (backfill)
+                Running(r[3], r[1], r[2], tuple(by_index[i] for i in json.loads(r[0]) if i in by_index),
+                        _ts(max(r[4] + r[5], now)) if r[4] is not None and r[5] else None)
+                for r in running
+            ]
             capacity = Capacity(
                 cpu_m=self.cpu_m - sum(r[1] for r in running),
                 memory_bytes=self.memory_bytes - sum(r[2] for r in running),
@@ -425,13 +447,14 @@ class LocalBackend:
             pending = conn.execute("SELECT uid, message FROM workloads WHERE state = ?", (PENDING,)).fetchall()
             requests = self._pending_requests(conn, [r[0] for r in pending])
             messages = dict(pending)
-            decision = place(requests, capacity)
+            decision = place(requests, capacity, holding, _ts(now))
             changed = [(uid, message) for uid, message in decision.waiting.items() if messages[uid] != message]
             if changed:  # as one _update per workload (revs head+1, head+2, ...), in one statement
                 rev = self._next_rev(conn)
                 conn.executemany(
-                    "UPDATE workloads SET reason = ?, message = ?, rev = ? WHERE uid = ?",
-                    [("Queued", message, rev + i, uid) for i, (uid, message) in enumerate(changed)],
+                    "UPDATE workloads SET reason = ?, message = ?, code = ?, args = ?, rev = ? WHERE uid = ?",
+                    [("Queued", message, decision.reasons[uid][0], json.dumps(decision.reasons[uid][1]), rev + i, uid)
+                     for i, (uid, message) in enumerate(changed)],
                 )
             for uid, devices in decision.placed.items():
                 self._start(conn, uid, devices)
@@ -446,12 +469,12 @@ class LocalBackend:
         for i in range(0, len(missing), 500):
             chunk = missing[i:i + 500]
             rows = conn.execute(
-                "SELECT uid, priority, created_at, cpu_m, memory_bytes, accelerators, model FROM workloads"
-                f" WHERE uid IN ({','.join('?' * len(chunk))})", chunk,
+                "SELECT uid, priority, created_at, cpu_m, memory_bytes, accelerators, model, max_runtime_s"
+                f" FROM workloads WHERE uid IN ({','.join('?' * len(chunk))})", chunk,
             ).fetchall()
             for r in rows:
                 cache[r[0]] = Request(uid=r[0], priority=r[1], created_at=_ts(r[2]), cpu_m=r[3], memory_bytes=r[4],
-                                      accelerators=json.loads(r[5]), model=r[6])
+                                      accelerators=json.loads(r[5]), model=r[6], max_runtime_s=r[7])
         if len(cache) > len(uids):  # forget workloads that are no longer pending
             live = set(uids)
             self._requests = cache = {uid: req for uid, req in cache.items() if uid in live}
@@ -468,6 +491,7 @@ class LocalBackend:
         try:
             cwd = work / spec["working_dir"] if spec.get("working_dir") else work
             cwd.mkdir(parents=True, exist_ok=True)
+            (folder / "exit_code").unlink(missing_ok=True)  # an earlier attempt's
             env = job_environment(dict(os.environ), spec.get("env") or {}, uid, devices)
             with open(folder / "output.log", "ab") as log:
                 proc = subprocess.Popen(
@@ -478,7 +502,7 @@ class LocalBackend:
         except Exception as exc:  # noqa: BLE001 - e.g. OSError (mkdir, exec), ValueError (text no process can take)
             message = f"the job could not be started: {type(exc).__name__}: {exc}"
             message = message.encode("utf-8", "backslashreplace").decode("utf-8")[:500]
-            self._update(conn, uid, state=FAILED, reason="StartError", message=message, finished_at=now)
+            self._update(conn, uid, state=FAILED, reason="StartError", message=message, finished_at=now, code="", args="{}")
             return
         try:
             pid_start = psutil.Process(proc.pid).create_time()
@@ -486,7 +510,7 @@ class LocalBackend:
             pid_start = None
         self._children[uid] = proc
         self._update(
-            conn, uid, state=RUNNING, reason="Started", message=f"started on {self.node_name}"
+            conn, uid, state=RUNNING, reason="Started", code="", args="{}", message=f"started on {self.node_name}"
             + (f" with devices {','.join(map(str, devices))}" if devices else ""),
             devices=json.dumps(list(devices)), pid=proc.pid, pid_start=pid_start, started_at=now,
         )

@@ -35,10 +35,11 @@ Usage = dict[str, int]
 @dataclass(frozen=True)
 class Holding:
     """What a running (or admitted) job holds (``usage``) and ``ends_at``, the latest instant it can still hold it
-    (its start plus its ``max_runtime``; ``None``: unbounded)."""
+    (its start plus its ``max_runtime``; ``None``: unbounded); ``key`` names the job (optional)."""
 
     usage: Usage
     ends_at: datetime | None
+    key: object = None
 
 
 @dataclass(frozen=True)

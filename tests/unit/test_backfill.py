@@ -207,3 +207,102 @@ def test_a_stream_of_short_jobs_never_delays_the_head():
         assert decision.placed == {f"short-{minute}": (1,)}
     decision = place([req("head", 2), req("late", 1, minute=12.5, runtime_min=4)], capacity, running, at(12))
     assert decision.placed == {}, "it would still run at minute 14, when the head starts"
+
+
+# -- admission: a later job of a project passes its blocked head only when it cannot delay it ----------------------
+
+from crater_app.domain.admission import Demand, ProjectQuota, UserLimits, decide  # noqa: E402
+
+A100_KEY, H100_KEY = f"{GPU}:{A100}", f"{GPU}:{H100}"
+
+
+def demand(key, gpus=1, minute=0.0, project=1, user=10, priority=0, ends_min=None, bound_min=None, admitted=False,
+           usage=None) -> Demand:
+    return Demand(key, project, user, priority, NOW + timedelta(minutes=minute - 60), usage or {GPU: gpus},
+                  admitted=admitted, ends_at=None if ends_min is None else at(ends_min),
+                  bound_s=None if bound_min is None else int(bound_min * 60))
+
+
+FAIR = {1: ProjectQuota(1, "vision", deserved={GPU: 2}), 2: ProjectQuota(2, "speech", deserved={GPU: 1})}
+QUOTA = {1: ProjectQuota(1, "vision", capability={GPU: 2})}
+
+ADMISSION = {
+    # name: (quotas, capacity, demands, admitted keys, {held key: code}, shares)
+    "machine: a bounded 1-GPU job starts on the idle GPU ahead of a blocked 2-GPU job": (
+        FAIR, {GPU: 2}, [demand("r", project=2, ends_min=14, admitted=True), demand("head", 2, 1),
+                         demand("small", 1, 2, bound_min=10)],
+        ["small"], {"head": "fairshare"}, {}),
+    "machine: an unbounded 1-GPU job waits behind it": (
+        FAIR, {GPU: 2}, [demand("r", project=2, ends_min=14, admitted=True), demand("head", 2, 1),
+                         demand("small", 1, 2)],
+        [], {"head": "fairshare", "small": "queue"}, {}),
+    "machine: a job that would end after the shadow time waits": (
+        FAIR, {GPU: 2}, [demand("r", project=2, ends_min=14, admitted=True), demand("head", 2, 1),
+                         demand("small", 1, 2, bound_min=30)],
+        [], {"head": "fairshare", "small": "queue"}, {}),
+    "quota: the project's capability is the reservation's pool": (
+        QUOTA, {GPU: 8}, [demand("r", ends_min=14, admitted=True), demand("head", 2, 1),
+                          demand("short", 1, 2, bound_min=10), demand("long", 1, 3, bound_min=60)],
+        ["short"], {"head": "quota", "long": "quota"}, {}),
+    "priority: the urgent job is the head, an older one passes it": (
+        QUOTA, {GPU: 8}, [demand("r", ends_min=5, admitted=True), demand("old", 1, 0, bound_min=4),
+                          demand("urgent", 2, 3, priority=5)],
+        ["old"], {"urgent": "quota"}, {}),
+    "models: a job of another model takes what the head does not need": (
+        FAIR, {GPU: 4, A100_KEY: 2, H100_KEY: 2},
+        [demand("r", project=2, usage={GPU: 2, A100_KEY: 2}, ends_min=30, admitted=True),
+         demand("head", usage={GPU: 2, A100_KEY: 2}, minute=1), demand("h100", usage={GPU: 1, H100_KEY: 1}, minute=2),
+         demand("a100", usage={GPU: 1, A100_KEY: 1}, minute=3)],
+        ["h100"], {"head": "fairshare", "a100": "queue"}, {}),
+    "cpu and memory: what the head does not need is lent, once": (
+        {1: ProjectQuota(1, "vision", deserved={"cpu": 1000})}, {"cpu": 8000, "memory": 64 * GiB},
+        [demand("r", project=2, usage={"cpu": 5000, "memory": 8 * GiB}, ends_min=20, admitted=True),
+         demand("r2", project=2, usage={"cpu": 1000}, admitted=True),
+         demand("head", usage={"cpu": 6000, "memory": 8 * GiB}, minute=1),
+         demand("mem", usage={"cpu": 1000, "memory": 40 * GiB}, minute=2),
+         demand("cpu", usage={"cpu": 1000, "memory": GiB}, minute=3)],
+        ["mem"], {"head": "capacity", "cpu": "queue"}, {}),
+    "hard limits stay: a member over its share waits with its own reason": (
+        QUOTA, {GPU: 8}, [demand("r", ends_min=14, admitted=True), demand("head", 2, 1),
+                          demand("mine", 1, 2, bound_min=10, user=11)],
+        [], {"head": "quota", "mine": "share"}, {(1, 11): {GPU: 0}}),
+}
+
+
+@pytest.mark.parametrize("name", list(ADMISSION))
+def test_admission_backfill(name):
+    quotas, capacity, demands, admit, codes, shares = ADMISSION[name]
+    plan = decide(demands, quotas, shares, {10: UserLimits(), 11: UserLimits()}, capacity, now=NOW)
+    assert plan.admit == admit
+    assert {k: h.code for k, h in plan.hold.items()} == codes
+
+
+def test_admission_reasons_name_the_head_and_its_expected_start():
+    _, capacity, demands, *_ = ADMISSION["machine: an unbounded 1-GPU job waits behind it"]
+    demands = demands + [demand("third", 1, 3)]
+    plan = decide(demands, FAIR, {}, {}, capacity, now=NOW)
+    head, behind = plan.hold["head"], plan.hold["small"]
+    assert (head.args["expected_at"], head.args["wait"]) == (at(14).isoformat(), 14 * MIN)
+    assert head.sentence.endswith("Expected start within 14m.")
+    assert behind.args | {} == {"project": "vision", "position": 2, "held": 3, "ahead": 1, "blocker": "fairshare",
+                                "blocker_id": "head", "blocker_request": {GPU: 2},
+                                "expected_at": at(14).isoformat(), "wait": 14 * MIN}
+    assert behind.sentence == (
+        "Position 2 of 3 in the queue of project vision: behind job #head (2 × nvidia.com/gpu), held by the fair "
+        "share; a later job starts first only when it cannot delay that one. Expected start within 14m.")
+    zh = i18n.render("zh-CN", "hold.queue", {**behind.args, "blocker": i18n.translate("zh-CN", "holdcode.fairshare")})
+    assert "在作业 #head（2 × nvidia.com/gpu，因公平份额挂起）之后" in zh
+
+
+def test_admission_backfill_without_a_clock_lends_only_what_the_head_does_not_need():
+    _, capacity, demands, *_ = ADMISSION["machine: a bounded 1-GPU job starts on the idle GPU ahead of a blocked 2-GPU job"]
+    plan = decide(demands, FAIR, {}, {}, capacity)
+    assert plan.admit == [] and plan.hold["small"].code == "queue" and plan.hold["head"].args["expected_at"] is None
+
+
+def test_admission_backfill_holdings_come_from_the_caller_when_given():
+    _, capacity, demands, *_ = ADMISSION["machine: a bounded 1-GPU job starts on the idle GPU ahead of a blocked 2-GPU job"]
+    # The caller says the running job ends in 5 minutes only, so a 10-minute job would delay the head.
+    holdings = {None: [Holding({GPU: 1}, at(5), "r")], 2: [Holding({GPU: 1}, at(5), "r")]}
+    plan = decide(demands, FAIR, {}, {}, capacity, now=NOW, holdings=holdings)
+    assert plan.admit == [] and plan.hold["head"].args["wait"] == 5 * MIN
