@@ -6,14 +6,14 @@ import unicodedata
 
 import uuid
 from datetime import datetime
-from functools import lru_cache
 
-from sqlalchemy import bindparam, func, or_
+from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import Workload
 from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
+from crater_app.db.queries import jobs as job_queries
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
@@ -46,16 +46,6 @@ def _name(session, model, key: int) -> str:
         name = row.username if model is User else row.name
         _names[cache_key] = name  # type: ignore[index]
     return name
-
-
-# The columns :func:`_public` reads (a row of these has the same attribute names as a Job): Core table columns,
-# so that list pages are plain Core queries (no ORM compile/loading step).
-_PUBLIC_COLUMNS = tuple(_JOBS.c[name] for name in (
-    "id", "uid", "name", "project_id", "user_id", "image", "command", "env", "working_dir", "phase", "reason",
-    "exit_code", "resources", "accelerator_model", "gpus", "devices", "max_runtime_s", "priority", "created_at",
-    "started_at", "finished_at", "resubmitted_from", "kind", "preemptible", "reason_code", "reason_args",
-    "admitted_at", "attempt", "requeue_on_preemption", "stop_requested_at",
-))
 
 
 def _public(session, job: Job) -> JobPublic:
@@ -309,42 +299,12 @@ def list_jobs(
         params["phase"] = phase
     if q:
         params["pattern"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    count, rows_of_page = _list_statements(visibility, bool(phase), bool(q))
+    count, rows_of_page = job_queries.list_statements(visibility, bool(phase), bool(q))
     with ctx.session(read_only=True) as s:
         conn = s.connection()
         total = conn.execute(count, params).scalar_one()
         rows = conn.execute(rows_of_page, params).all()
         return JobPage(items=[_public(s, j) for j in rows], total=total, page=page, page_size=page_size)
-
-
-@lru_cache(maxsize=None)
-def _list_statements(visibility: str, by_phase: bool, by_name: bool) -> tuple:
-    """``(count, page)`` statements of :func:`list_jobs` for one shape of filter, built once: the values are
-    bound parameters (``user_id``, ``projects``, ``phase``, ``pattern``, ``offset``, ``limit``).
-
-    ``visibility``: ``all`` (platform admin), ``own`` (the actor's jobs) or ``own+projects`` (also every job
-    of the projects the actor administers or views, ``readable_projects``): what ``can_read_job`` allows, as
-    a query. The page is read in two steps: the page's ids (answered from the indexes, which hold the filter
-    columns), then only those rows, as plain rows rather than ORM objects, so that its cost does not grow with
-    the rows filtered or skipped.
-    """
-    c = _JOBS.c
-
-    def where(stmt):
-        if visibility == "own":
-            stmt = stmt.where(c.user_id == bindparam("user_id"))
-        elif visibility == "own+projects":
-            stmt = stmt.where(or_(c.user_id == bindparam("user_id"), c.project_id.in_(bindparam("projects", expanding=True))))
-        if by_phase:
-            stmt = stmt.where(c.phase == bindparam("phase"))
-        if by_name:
-            stmt = stmt.where(c.name.like(bindparam("pattern"), escape="\\"))
-        return stmt
-
-    count = where(sa_select(func.count()).select_from(_JOBS))
-    ids = where(sa_select(c.id)).order_by(c.id.desc()).offset(bindparam("offset")).limit(bindparam("limit"))
-    page = sa_select(*_PUBLIC_COLUMNS).where(c.id.in_(ids)).order_by(c.id.desc())
-    return count, page
 
 
 def _readable(s, actor: Actor, job_id: int) -> Job:

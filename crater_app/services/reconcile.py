@@ -244,7 +244,8 @@ class Reconciler:
                 job.reason, job.reason_code, job.reason_args = job_reasons.english(lost, {}), lost, {}
                 job.finished_at = utcnow()
                 s.add(job)
-                s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Lost", lost))
+                s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Lost",
+                                                     "job.lost_record" if lost == "job.lost" else lost))
         return fixed
 
 

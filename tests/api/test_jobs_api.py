@@ -87,7 +87,12 @@ def test_cancel_over_http(api):
     loop = LeaderLoop(api.world.ctx)
     drive_until(loop, created["id"], "Running")
     r = api.client.delete(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice"))
-    assert r.status_code == 200 and r.json()["id"] == created["id"]
+    assert r.status_code == 202 and r.json()["id"] == created["id"], r.text
+    body = r.json()
+    assert body["phase"] == "Stopping" and body["stop_requested_at"] and body["reason_code"] == "job.stopping_cancelled"
+    assert body["reason"] == "stopping: cancelled by alice"
+    again = api.client.delete(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice"))
+    assert again.status_code == 202 and again.json()["stop_requested_at"] == body["stop_requested_at"]
     drive_until(loop, created["id"], "Cancelled")
     assert api.client.get(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice")).json()["phase"] == "Cancelled"
 
@@ -131,7 +136,7 @@ def test_visibility(api):
             assert_error(r, 404, "not_found", "id")
     assert_error(api.client.get("/api/v1/jobs/abc", headers=api.auth("alice")), 422, "invalid", "job_id")
     r = api.client.delete(f"/api/v1/jobs/{job['id']}", headers=api.auth("admin"))
-    assert r.status_code == 200
+    assert r.status_code == 202
     drive_until(LeaderLoop(api.world.ctx), job["id"], "Cancelled")
 
 

@@ -9,10 +9,8 @@ PostgreSQL; on SQLite the transaction already holds the write lock). The callers
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from typing import Iterable
 
 from sqlalchemy import and_, case, cast, func, or_
@@ -20,11 +18,11 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.types import Text
 
 from crater_app.db.models import Job, Project, ProjectMember, User
+from crater_app.db.queries.resource_lists import job_usage, project_quota, quota_list, usage_of_shape
 from crater_app.domain import backfill
 from crater_app.domain import quota as q
 from crater_app.domain.admission import Demand, Plan, ProjectQuota, UserLimits, decide
 from crater_app.domain.jobs import JobPhase
-from crater_app.domain.resources import parse_resources
 
 #: phases in which a job holds what it asked for: admitted and not finished (a ``Stopping`` job holds its
 #: devices until its last process has exited)
@@ -41,47 +39,6 @@ MAX_HELD = 5000
 HELD_WINDOW = 16
 
 _JOBS, _PROJECTS, _USERS, _MEMBERS = Job.__table__, Project.__table__, User.__table__, ProjectMember.__table__
-
-
-# ---- stored JSON as usages -----------------------------------------------------------------------------------
-
-def usage_of_shape(resources_json: str | dict, model: str | None) -> tuple[tuple[str, int], ...]:
-    """Usage of a stored ``resources`` JSON text (the cache key: rows read with a text cast are parsed once per
-    distinct text). A dict (drivers that decode JSON themselves) goes through sorted-key JSON text."""
-    if not isinstance(resources_json, str):
-        resources_json = json.dumps(resources_json or {}, sort_keys=True)
-    return _usage_of_text(resources_json, model)
-
-
-@lru_cache(maxsize=4096)
-def _usage_of_text(resources_json: str, model: str | None) -> tuple[tuple[str, int], ...]:
-    resources = parse_resources(json.loads(resources_json) if resources_json else {})
-    return tuple(sorted(q.usage_of(resources, model).items()))
-
-
-def job_usage(resources: dict, model: str | None) -> q.Usage:
-    """What a job with this ``resources`` list (as stored) and ``accelerator_model`` holds, as a usage (cpu
-    millicores, memory bytes, devices under the resource name and under ``name:model``). Cached per shape."""
-    return dict(usage_of_shape(resources, model))
-
-
-@lru_cache(maxsize=4096)
-def _parsed_list(text: str, section: str) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(q.parse_quota_list(json.loads(text) if text else {}, section).items()))
-
-
-def quota_list(raw: object, section: str) -> q.Usage:
-    """A stored quota list as a usage: ``raw`` is the JSON text (a column read through a text cast: the cache key,
-    parsed once per distinct text) or the decoded dict."""
-    if not isinstance(raw, str):
-        raw = json.dumps(raw or {}, sort_keys=True)
-    return dict(_parsed_list(raw, section))
-
-
-def project_quota(project_id: int, name: str, guarantee: object, deserved: object, capability: object) -> ProjectQuota:
-    """A project's stored quota (resource lists as JSON) as the domain's :class:`ProjectQuota`."""
-    return ProjectQuota(project_id=project_id, name=name, guarantee=quota_list(guarantee, "guarantee"),
-                        deserved=quota_list(deserved, "deserved"), capability=quota_list(capability, "capability"))
 
 
 # ---- the snapshot --------------------------------------------------------------------------------------------
