@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from dataclasses import dataclass, field
 
 from crater_app.db.models import Job
@@ -81,13 +82,29 @@ class AdmissionLoop:
         return result
 
 
+#: an estimate that moved by less than this is the same estimate (reasons say it in whole minutes)
+ESTIMATE_TOLERANCE_S = 60.0
+
+
 def _same_but_length(stored: str, args: dict) -> bool:
-    """Whether the stored ``reason_args`` (JSON text) equal ``args`` but for ``held`` (the queue's length)."""
+    """Whether the stored ``reason_args`` (JSON text) equal ``args`` but for ``held`` (the queue's length) and an
+    ``expected_at`` that moved by less than :data:`ESTIMATE_TOLERANCE_S`."""
     try:
         old = json.loads(stored or "{}")
     except ValueError:
         return False
-    return isinstance(old, dict) and {**old, "held": None} == {**args, "held": None}
+    if not isinstance(old, dict):
+        return False
+    before, after = old.get("expected_at"), args.get("expected_at")
+    if before and after and before != after:
+        try:
+            moved = abs((datetime.fromisoformat(before) - datetime.fromisoformat(after)).total_seconds())
+        except (TypeError, ValueError):
+            return False
+        if moved >= ESTIMATE_TOLERANCE_S:
+            return False
+        before = after
+    return {**old, "held": None, "expected_at": before} == {**args, "held": None, "expected_at": after}
 
 
 def _snapshot(s, ctx: ServiceContext, held_projects: list[int]) -> tuple[Snapshot, dict[int, HeldJob]]:

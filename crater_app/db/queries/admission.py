@@ -10,7 +10,7 @@ PostgreSQL; on SQLite the transaction already holds the write lock). The callers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Iterable
 
 from sqlalchemy import and_, case, cast, func, or_
@@ -218,26 +218,30 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
 
 def holding_rows(s, project_id: int | None) -> list[tuple]:
     """What the admitted jobs (of ``project_id``; ``None``: all) hold and for how long, for backfill:
-    ``(job id, user id, phase, resources JSON text, accelerator_model, started_at, max_runtime_s)``, jobs being
-    stopped by a preemption left out (as in :func:`read_admitted`)."""
+    ``(job id, user id, phase, resources JSON text, accelerator_model, started_at or admitted_at, max_runtime_s)``,
+    jobs being stopped by a preemption left out (as in :func:`read_admitted`)."""
     c = _JOBS.c
     where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
     if project_id is not None:
         where.append(c.project_id == project_id)
     return s.execute(sa_select(c.id, c.user_id, c.phase, cast(c.resources, Text), c.accelerator_model,
-                               c.started_at, c.max_runtime_s).where(*where)).all()
+                               func.coalesce(c.started_at, c.admitted_at), c.max_runtime_s).where(*where)).all()
 
 
 def holdings_of(rows: list[tuple], bound_of, now: datetime) -> list[backfill.Holding]:
-    """:func:`holding_rows` as backfill holdings: each job's usage until its expected end (its start, or ``now``
-    for one not started yet, plus ``bound_of(user id, max_runtime_s)`` seconds; a ``Stopping`` job ends any
-    moment)."""
+    """:func:`holding_rows` as backfill holdings: each job's usage until its expected end - its start plus
+    ``bound_of(user id, max_runtime_s)`` seconds; for a job admitted but not started yet, from its admission (a
+    stable estimate, if an early one); a ``Stopping`` job ends any moment."""
     out = []
-    for jid, uid, phase, resources, model, started_at, max_runtime_s in rows:
+    for jid, uid, phase, resources, model, since, max_runtime_s in rows:
         if phase == JobPhase.STOPPING.value:
             ends = now
         else:
-            ends = backfill.expected_end(started_at, bound_of(uid, max_runtime_s), now)
+            if isinstance(since, str):  # SQLite returns COALESCE of two datetimes as text
+                since = datetime.fromisoformat(since)
+            if since is not None and since.tzinfo is None:
+                since = since.replace(tzinfo=timezone.utc)
+            ends = backfill.expected_end(since, bound_of(uid, max_runtime_s), now)
         out.append(backfill.Holding(dict(usage_of_shape(resources, model)), ends, jid))
     return out
 
