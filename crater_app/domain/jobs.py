@@ -51,8 +51,9 @@ class JobPhase(str, enum.Enum):
 
     ``Held``: written but not admitted (quota, fair share, approval or billing); not yet given to the backend.
     ``Stopping``: a stop was asked for (cancel, deadline, preemption) and its processes have not all exited; its
-    devices still count as used. A preempted job that goes back to the queue leaves ``Stopping`` for ``Held`` or
-    ``Queued`` with its ``attempt`` counted.
+    devices still count as used (admission, billing, the nodes' holders). A preempted job that goes back to the
+    queue leaves ``Stopping`` for ``Held`` with its ``attempt`` counted (Crater's admission decides when it runs
+    again); the transition to ``Queued`` is allowed for a backend that requeues by itself.
     """
 
     HELD = "Held"

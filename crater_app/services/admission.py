@@ -173,7 +173,8 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
             d.key: Hold(APPROVAL, {"project": snap.quotas[d.project_id].name})
             for _, d in candidates if d.approval_pending})
     else:
-        snap.holdings = Holdings(s, ctx, snap, now)
+        # Only the submitting projects' outcomes are written here: only their blocked jobs need a reservation.
+        snap.holdings, snap.reserve_for = Holdings(s, ctx, snap, now), projects
         plan = snap.plan()
     _apply(ctx, snap, queues, plan, candidates, projects)
 

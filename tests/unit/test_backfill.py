@@ -306,3 +306,10 @@ def test_admission_backfill_holdings_come_from_the_caller_when_given():
     holdings = {None: [Holding({GPU: 1}, at(5), "r")], 2: [Holding({GPU: 1}, at(5), "r")]}
     plan = decide(demands, FAIR, {}, {}, capacity, now=NOW, holdings=holdings)
     assert plan.admit == [] and plan.hold["head"].args["wait"] == 5 * MIN
+
+
+def test_admission_reserves_only_for_the_projects_asked_for():
+    _, capacity, demands, *_ = ADMISSION["machine: a bounded 1-GPU job starts on the idle GPU ahead of a blocked 2-GPU job"]
+    plan = decide(demands, FAIR, {}, {}, capacity, now=NOW, reserve_for={2})
+    assert plan.admit == [] and plan.hold["small"].code == "queue", "no reservation for project 1: it waits in order"
+    assert decide(demands, FAIR, {}, {}, capacity, now=NOW, reserve_for={1}).admit == ["small"]

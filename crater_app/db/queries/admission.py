@@ -64,6 +64,8 @@ class Snapshot:
     shares_read: set = field(default_factory=set)
     holdings: object = None
     now: datetime | None = None
+    #: the projects whose blocked jobs get a backfill reservation (``None``: all)
+    reserve_for: set[int] | None = None
 
     def plan(self) -> Plan:
         """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off). Each group
@@ -82,7 +84,7 @@ class Snapshot:
             for key in keys - set(capacity):
                 capacity[key] = 0  # a resource the machine does not have at all
         return decide(demands, self.quotas, self.shares, self.limits, capacity, now=self.now,
-                      holdings=self.holdings)  # type: ignore[arg-type]
+                      holdings=self.holdings, reserve_for=self.reserve_for)  # type: ignore[arg-type]
 
     def expired(self, project_id: int, now: datetime) -> bool:
         """Whether locked project ``project_id`` has an expiry at or before ``now`` (UTC); the rule of

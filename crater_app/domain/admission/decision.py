@@ -41,11 +41,13 @@ class _Blocked:
     lacking: Usage
     reservation: backfill.Reservation
     scope: frozenset[str] = field(default_factory=frozenset)
+    lend: bool = True  # False: no reservation was computed; the jobs behind wait in order
 
 
 def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[tuple[int, int], Usage],
            limits: dict[int, UserLimits], capacity: Usage, now: datetime | None = None,
-           holdings: Mapping[object, list[backfill.Holding]] | None = None) -> Plan:
+           holdings: Mapping[object, list[backfill.Holding]] | None = None,
+           reserve_for: set[int] | None = None) -> Plan:
     """Decide admissions for every held demand in ``demands`` given the admitted ones, the project quotas,
     member shares ((project_id, user_id) -> usage ceiling), user limits and the machine's total ``capacity``.
 
@@ -57,6 +59,9 @@ def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[
             project's admitted jobs, ``holdings[MACHINE]`` all of them (a lazy mapping is fine: only the scopes
             of blocked jobs are read). Default: the admitted demands themselves (their ``usage`` and
             ``ends_at``).
+        reserve_for: the projects whose blocked jobs get a reservation (default: all); in the others the jobs
+            behind a blocked one wait in order, without an estimate (a caller that writes only some projects'
+            outcomes saves reading the rest's holdings).
 
     The rules, their order and their sources are in the package docstring. A project absent from ``quotas`` has
     no ceiling, no guarantee and deserves nothing; a member absent from ``shares`` (or ``{}``) has no share limit;
@@ -85,7 +90,7 @@ def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[
     if holdings is None:
         holdings = _own_holdings(admitted)
 
-    ctx = Pass(ledger, shares, limits, capacity, now, holdings)
+    ctx = Pass(ledger, shares, limits, capacity, now, holdings, reserve_for)
     heap: list[tuple] = []
     nxt: dict[int, int] = {}
     for project_id, queue in held.items():
@@ -138,13 +143,14 @@ class Pass:
     """The mutable part of one :func:`decide` call: checks one held job at a time against the ledger."""
 
     def __init__(self, ledger: Ledger, shares, limits, capacity: Usage, now: datetime | None,
-                 holdings: Mapping[object, list[backfill.Holding]]) -> None:
+                 holdings: Mapping[object, list[backfill.Holding]], reserve_for: set[int] | None = None) -> None:
         self.ledger = ledger
         self.shares = shares
         self.limits = limits
         self.capacity = capacity
         self.now = now
         self.holdings = holdings
+        self.reserve_for = reserve_for
         self.admit: list = []
         self.hold: dict = {}
         self.fair = Reclaim(ledger, capacity, self.admit)
@@ -207,6 +213,9 @@ class Pass:
         """The reservation of ``d``, blocked by ``hold`` (``quota``: on its project's capability, from its
         project's admitted jobs; ``capacity``/``fairshare``: on the machine, from every admitted job)."""
         ledger = self.ledger
+        lacking = dict(hold.args.get("request") or {})
+        if self.reserve_for is not None and d.project_id not in self.reserve_for:
+            return _Blocked(d.key, position, hold.code, lacking, backfill.Reservation(None), lend=False)
         if hold.code == "quota":
             cap = ledger.quota(d.project_id).capability
             used = ledger.project.get(d.project_id, {})
@@ -224,7 +233,7 @@ class Pass:
         reservation = backfill.reserve(need, free, mine, self.now or datetime.min.replace(tzinfo=timezone.utc))
         if self.now is None:
             reservation = backfill.Reservation(None, reservation.extra, reservation.released)
-        return _Blocked(d.key, position, hold.code, dict(hold.args.get("request") or {}), reservation, scope)
+        return _Blocked(d.key, position, hold.code, lacking, reservation, scope)
 
     def _holding(self, d: Demand) -> backfill.Holding:
         ends = self.now + timedelta(seconds=d.bound_s) if self.now is not None and d.bound_s is not None else None
@@ -241,7 +250,7 @@ class Pass:
         hold = self.hard_limits(d, position, held)
         if hold is not None:
             return hold
-        if not self.ledger.shortfall(d, self.capacity):
+        if head.lend and not self.ledger.shortfall(d, self.capacity):
             ends = self._holding(d).ends_at
             usage = {key: value for key, value in d.usage.items() if key in head.scope}
             if backfill.may_start(head.reservation, usage, ends):
