@@ -52,15 +52,13 @@ from crater_app.services.admission_inputs import (
     Holdings, bound_of, fair_share_configured, invalidate, machine_capacity, nudge, read_limits, read_shares,
 )
 from crater_app.services.context import ServiceContext
-from crater_app.services.job_reasons import (
-    TRANSLATED_CODES, approval_hold, preempted_final_message, preempted_message, reason_text, reclaiming_message,
-)
+from crater_app.services.job_reasons import TRANSLATED_CODES, approval_hold, preempted_message, reason_text
 
 __all__ = [
     "ACTIVE_PHASES", "APPROVAL", "HELD", "PREEMPTED", "TRANSLATED_CODES", "AdmissionLoop", "AdmissionRefused",
     "NewJob", "RoundResult", "admission_round", "admit_submissions", "approval_hold", "approval_rows",
-    "fair_share_configured", "invalidate", "machine_capacity", "nudge", "preempted_final_message",
-    "preempted_message", "project_usage", "reason_text", "reclaiming_message",
+    "fair_share_configured", "invalidate", "machine_capacity", "nudge", "preempted_message", "project_usage",
+    "reason_text",
 ]
 
 

@@ -22,7 +22,7 @@ PREEMPTED = "preempted"
 #: the hold codes of Crater's admission (``hold.<code>``); any other reason code is an ``event.<code>``
 HOLD_CODES = ("quota", "share", "sessions", "capacity", "fairshare", "queue", "reclaim", APPROVAL, PREEMPTED,
               "preempted_final", "preempted_exhausted", "requeued")
-#: kept for callers that list the translated hold codes
+#: the hold codes with a sentence in both languages (all of them)
 TRANSLATED_CODES = HOLD_CODES
 #: a job admitted by Crater, not yet placed by the backend
 PENDING = ("placement.pending", {})
@@ -114,20 +114,6 @@ def after_preemption(args: dict, attempt: int, requeue: bool, max_attempts: int)
     return "requeued", {**base, "previous": attempt, "attempt": attempt + 1, "max_attempts": max_attempts}
 
 
-# ---- the English text of these codes, for callers that keep a sentence ---------------------------------------
-
-def preempted_final_message(args: dict) -> str:
-    """The final reason of a preempted job that does not go back to the queue (English; ``hold.preempted_final``
-    or, with ``max_attempts`` in ``args``, ``hold.preempted_exhausted``)."""
-    code = "preempted_exhausted" if "max_attempts" in args else "preempted_final"
-    return english(code, {"attempt": 1, **args})
-
-
 def preempted_message(args: dict) -> str:
     """The message of a victim's ``Preempted`` event (``event.job.preempted_for``)."""
     return i18n.render(i18n.DEFAULT_LANGUAGE, "event.job.preempted_for", args, fallback="preempted")
-
-
-def reclaiming_message(args: dict) -> str:
-    """The message of a beneficiary's ``Reclaiming`` event (``event.job.reclaiming``)."""
-    return i18n.render(i18n.DEFAULT_LANGUAGE, "event.job.reclaiming", args, fallback="reclaiming")
