@@ -236,7 +236,8 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
     return Decision(placed=placed, waiting=waiting, reasons=reasons)
 
 
-def never_fits(req: Request, cpu_m: int, memory_bytes: int, devices: list[tuple[str, str]]) -> tuple[str, str, dict] | None:
+def never_fits(req: Request, cpu_m: int, memory_bytes: int,
+               devices: list[tuple[str, str]]) -> tuple[str, str, dict] | None:
     """Whether ``req`` exceeds a node's *total* capacity (so it could never start there).
 
     Args:

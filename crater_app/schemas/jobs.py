@@ -20,7 +20,8 @@ class JobPublic(Public):
     (``Held`` -> ``Queued``); ``kind`` ``batch`` or ``interactive``; ``preemptible``: may be stopped to give a
     project its deserved share back; ``requeue_on_preemption``: then it goes back to the queue; ``attempt``: the
     run it is on (1 for the first); ``stop_requested_at``: when a stop was asked for (the job is ``Stopping``
-    until its last process has exited).
+    until its last process has exited). ``started_at`` is the start of its current (or last) run; a job back in
+    the queue after a preemption keeps its last run's ``started_at``/``finished_at`` until it starts again.
     """
 
     id: int

@@ -88,18 +88,19 @@ class Reconciler:
             conn = s.connection()
             c = _JOBS.c
             rows = conn.execute(
-                sa_select(c.id, c.uid, c.phase, c.reason, c.reason_code, c.devices, c.attempt)
+                sa_select(c.id, c.uid, c.phase, c.reason, c.reason_code, c.reason_args, c.devices, c.attempt)
                 .where(c.uid.in_(list(latest | dict.fromkeys(blockers))))
             ).all()
             ids = {row.uid: row.id for row in rows}
             updates, others = [], []
-            for job_id, uid, phase, reason, code, devices, attempt in rows:
+            for job_id, uid, phase, reason, code, args, devices, attempt in rows:
                 status = latest.get(uid)
                 if status is None or status.attempt < attempt:
                     continue  # only named as a blocker, or a status of an earlier run: history
                 if _STATE_TO_PHASE.get(status.state) == JobPhase(phase) and phase != JobPhase.STOPPING.value:
                     new_reason, new_code, new_args = status_reason(status, ids)
-                    if (reason, code) != (new_reason, new_code) or list(status.devices) != devices:
+                    if ((reason, code, args or {}) != (new_reason, new_code, new_args)
+                            or list(status.devices) != devices):
                         updates.append({"b_id": job_id, "b_reason": new_reason, "b_code": new_code,
                                         "b_args": new_args, "b_devices": list(status.devices)})
                 else:

@@ -10,8 +10,8 @@ from crater_app.domain.quota import split_key
 
 
 class Ledger:
-    """Admitted usage during one :func:`~crater_app.domain.admission.decide` pass: per machine, project, member and user sessions, the reserved
-    (unused) part of guarantees, and the jobs/users behind a usage for the hold sentences.
+    """Admitted usage during one :func:`~crater_app.domain.admission.decide` pass: per machine, project, member and
+    user sessions, the reserved (unused) part of guarantees, and the jobs/users behind a usage for the reasons.
 
     Loading is one pass over the admitted jobs with plain dict updates (machine and project totals only); member
     usage and the per-key job/user counts are built on first use, for the keys and members asked about, and kept
