@@ -51,6 +51,9 @@ class Settings(BaseSettings):
             limits where Crater can create one (``on`` refuses to start without); else memory by ``RLIMIT_DATA``.
         local_cgroup_root: where the cgroup hierarchies are mounted. local_cgroup_parent: the folder, in each
             hierarchy, that holds Crater's cgroups. local_pids_max: processes (and threads) per job; 0 = no limit.
+        max_attempts: how many times a job may run (``CRATER_MAX_ATTEMPTS``, at least 1): a job preempted on its
+            last attempt, or one with ``requeue_on_preemption`` off, ends ``Failed`` instead of going back to the
+            queue (Kueue's ``waitForPodsReady.requeuingStrategy.backoffLimitCount`` plays the same part).
         oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off;
             ``oidc_discovery_url`` defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
@@ -93,6 +96,7 @@ class Settings(BaseSettings):
     local_cgroup_root: Path = Path("/sys/fs/cgroup")
     local_cgroup_parent: str = "crater"
     local_pids_max: int = 16384
+    max_attempts: int = Field(default=5, ge=1)
 
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""

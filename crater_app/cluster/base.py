@@ -50,8 +50,10 @@ class NodeInventory:
 
 @dataclass(frozen=True)
 class Workload:
-    """What services ask a backend to run. ``uid`` is the idempotency key; ``command`` an argv list;
-    ``max_runtime_s`` seconds or ``None``; ``created_at`` UTC (orders the queue after ``priority``)."""
+    """What services ask a backend to run. ``uid`` is the idempotency key (and the ``crater.io/job-uid`` label: the
+    job's uid, the same for every attempt); ``command`` an argv list; ``max_runtime_s`` seconds or ``None``;
+    ``created_at`` UTC (orders the queue after ``priority``); ``attempt`` the job's run (1 for the first; a job
+    preempted and requeued by Crater runs again as attempt 2, 3, ... under the same uid)."""
 
     uid: str
     name: str
@@ -66,6 +68,7 @@ class Workload:
     max_runtime_s: int | None
     priority: int
     created_at: datetime
+    attempt: int = 1
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,8 @@ class WorkloadStatus:
     ``message`` an English sentence or the backend's own text; ``code``/``args`` the same message as a catalogue
     code (``event.<code>``) and its arguments, ``""`` when the backend has only text; ``devices`` assigned indices;
     ``exit_code`` as a shell reports it (``128 + n`` for signal ``n``) and ``exit_signal`` the signal that ended
-    the process, if one did; ``rev`` increases with every change (a watch cursor)."""
+    the process, if one did; ``rev`` increases with every change (a watch cursor); ``attempt`` the workload's run
+    this status belongs to (a status of an earlier attempt is history: the caller ignores it)."""
 
     uid: str
     state: str
@@ -92,6 +96,7 @@ class WorkloadStatus:
     code: str = ""
     args: dict = field(default_factory=dict, hash=False, compare=False)
     exit_signal: int | None = None
+    attempt: int = 1
 
 
 @runtime_checkable
@@ -104,7 +109,10 @@ class ClusterBackend(Protocol):
         """Nodes with capacity and current device allocations."""
 
     def create(self, workload: Workload) -> None:
-        """Submit ``workload``; a second call with the same uid is a no-op (idempotent)."""
+        """Submit ``workload``; a second call with the same uid and attempt is a no-op (idempotent). A call with a
+        higher ``attempt`` for a uid whose last run is final (``Succeeded``, ``Failed``, ``Cancelled``) starts its
+        next run: ``Pending`` again under the same uid (the same working folder and log, which goes on), statuses
+        with the new ``attempt``; while the last run is not final such a call is a no-op."""
 
     def create_many(self, workloads: list[Workload]) -> None:
         """:meth:`create` for several workloads at once (one transaction where the backend has them)."""

@@ -41,6 +41,9 @@ _IMAGE = re.compile(
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 # Environment names the platform sets itself; a spec may not override them.
 RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRATER_JOB_UID"})
+#: pydantic error types of a wrong JSON type -> the type the field takes (code ``job.field_<type>``)
+_TYPE_ERRORS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
+                "list_type": "list", "dict_type": "object", "int_from_float": "integer"}
 
 
 class JobPhase(str, enum.Enum):
@@ -48,8 +51,9 @@ class JobPhase(str, enum.Enum):
 
     ``Held``: written but not admitted (quota, fair share, approval or billing); not yet given to the backend.
     ``Stopping``: a stop was asked for (cancel, deadline, preemption) and its processes have not all exited; its
-    devices still count as used. A preempted job that goes back to the queue leaves ``Stopping`` for ``Held`` or
-    ``Queued`` with its ``attempt`` counted.
+    devices still count as used (admission, billing, the nodes' holders). A preempted job that goes back to the
+    queue leaves ``Stopping`` for ``Held`` with its ``attempt`` counted (Crater's admission decides when it runs
+    again); the transition to ``Queued`` is allowed for a backend that requeues by itself.
     """
 
     HELD = "Held"
@@ -92,30 +96,28 @@ def parse_duration(raw: object, field: str = "max_runtime") -> int | None:
     if raw is None:
         return None
     if isinstance(raw, bool):
-        raise InvalidInput(f"{field} must be seconds or a duration such as '2h'", field)
+        raise InvalidInput("job.duration_type", field, name=field)
     if isinstance(raw, int):
         seconds = raw
     elif isinstance(raw, str):
         text = raw.strip()
         if len(text) > 32:  # int() of thousands of digits is slow, and fails past 4300
-            raise InvalidInput(
-                f"{field} '{text[:32]}...' is not seconds or a duration such as '2h' ({len(text)} characters; "
-                "the limit is 32)", field,
-            )
+            raise InvalidInput("job.duration_too_long", field, name=field, value=text[:32], length=len(text), max=32)
         if text.isascii() and text.isdigit():
             seconds = int(text)
         else:
             match = _DURATION.fullmatch(text) if text and len(text) <= 32 else None
             if not match or not any(match.groups()):
-                raise InvalidInput(f"{field} '{text[:32]}' is not seconds or a duration such as '2h' or '1h30m'", field)
+                raise InvalidInput("job.duration_format", field, name=field, value=text[:32])
             d, h, m, s = (int(g or 0) for g in match.groups())
             seconds = d * 86400 + h * 3600 + m * 60 + s
     else:
-        raise InvalidInput(f"{field} must be seconds or a duration such as '2h'", field)
+        raise InvalidInput("job.duration_type", field, name=field)
     if seconds <= 0:
-        raise InvalidInput(f"{field} must be at least 1 second", field)
+        raise InvalidInput("job.duration_min", field, name=field)
     if seconds > MAX_RUNTIME_S:
-        raise InvalidInput(f"{field} is {seconds} s; the limit is {MAX_RUNTIME_S} s (30 days)", field)
+        raise InvalidInput("job.duration_max", field, name=field, value=seconds, max=MAX_RUNTIME_S,
+                           days=MAX_RUNTIME_S // 86400)
     return seconds
 
 
@@ -127,8 +129,10 @@ class JobSpec(BaseModel):
     ``working_dir`` relative to the job's directory; ``resources`` Kubernetes resource list;
     ``accelerator_model`` e.g. ``NVIDIA-A100-SXM4-80GB``; ``max_runtime`` seconds; ``priority``;
     ``kind`` ``batch`` (default) or ``interactive`` (a session: counts towards the user's ``max_sessions``);
-    ``preemptible`` (Crater's "backfill": the job may be stopped so that a project below its deserved share
-    gets it back; default ``false``).
+    ``preemptible`` (the job may be stopped so that a project below its deserved share gets it back; default
+    ``false``); ``requeue_on_preemption`` (a preempted job goes back to the queue and runs again, keeping its id,
+    up to the platform's ``max_attempts``; default ``true``, as Kueue requeues an evicted Workload and Volcano
+    restarts a Job on ``PodEvicted``; ``false``: it ends ``Failed``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -147,6 +151,7 @@ class JobSpec(BaseModel):
     priority: StrictInt = 0
     kind: StrictStr = "batch"
     preemptible: StrictBool = False
+    requeue_on_preemption: StrictBool = True
 
     @field_validator("max_runtime", mode="before")
     @classmethod
@@ -161,52 +166,47 @@ class JobSpec(BaseModel):
 
 def _check_command(command: list[str]) -> None:
     if not command:
-        raise InvalidInput("command must have at least one argument (an argv list)", "command")
+        raise InvalidInput("job.command_empty", "command")
     if len(command) > MAX_COMMAND_ARGS:
-        raise InvalidInput(f"command has {len(command)} arguments; the limit is {MAX_COMMAND_ARGS}", "command")
+        raise InvalidInput("job.command_args", "command", count=len(command), max=MAX_COMMAND_ARGS)
     total = 0
     for i, arg in enumerate(command):
         size = len(arg.encode("utf-8", "surrogatepass"))
         total += size
         if len(arg) > MAX_ARG_CHARS:
-            raise InvalidInput(f"command[{i}] is {len(arg)} characters; the limit is {MAX_ARG_CHARS}", f"command.{i}")
+            raise InvalidInput("job.command_arg_length", f"command.{i}", index=i, length=len(arg), max=MAX_ARG_CHARS)
         if "\x00" in arg:
-            raise InvalidInput(f"command[{i}] must not contain NUL characters", f"command.{i}")
+            raise InvalidInput("job.command_arg_nul", f"command.{i}", index=i)
         if not is_text(arg):
-            raise InvalidInput(f"command[{i}] is not valid Unicode text (lone surrogate)", f"command.{i}")
+            raise InvalidInput("job.command_arg_text", f"command.{i}", index=i)
     if total > MAX_COMMAND_BYTES:
-        raise InvalidInput(f"command is {total} bytes; the limit is {MAX_COMMAND_BYTES} bytes", "command")
+        raise InvalidInput("job.command_bytes", "command", size=total, max=MAX_COMMAND_BYTES)
     if not command[0].strip():
-        raise InvalidInput("command[0] (the program) must not be blank", "command.0")
+        raise InvalidInput("job.command_program_blank", "command.0")
 
 
 def _check_env(env: dict[str, str]) -> None:
     if len(env) > MAX_ENV_VARS:
-        raise InvalidInput(f"env has {len(env)} variables; the limit is {MAX_ENV_VARS}", "env")
+        raise InvalidInput("job.env_count", "env", count=len(env), max=MAX_ENV_VARS)
     for key, value in env.items():
         if not _ENV_NAME.fullmatch(key) or len(key) > 128:
-            raise InvalidInput(f"env name '{key[:64]}' must match [A-Za-z_][A-Za-z0-9_]* (128 chars max)", f"env.{key[:64]}")
+            raise InvalidInput("job.env_name", f"env.{key[:64]}", name=key[:64], max=128)
         if key in RESERVED_ENV:
-            raise InvalidInput(f"env {key} is set by Crater and cannot be overridden", f"env.{key}")
+            raise InvalidInput("job.env_reserved", f"env.{key}", name=key)
         if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value or not is_text(value):
-            raise InvalidInput(
-                f"env {key} is {len(value)} characters; the limit is {MAX_ENV_VALUE_CHARS} of valid text with no NUL",
-                f"env.{key}",
-            )
+            raise InvalidInput("job.env_value", f"env.{key}", name=key, length=len(value), max=MAX_ENV_VALUE_CHARS)
 
 
 def _check_working_dir(path: str | None) -> None:
     if path is None:
         return
     if len(path) > MAX_WORKING_DIR_CHARS or "\x00" in path or not is_text(path):
-        raise InvalidInput(f"working_dir is limited to {MAX_WORKING_DIR_CHARS} characters of text with no NUL", "working_dir")
+        raise InvalidInput("job.working_dir_text", "working_dir", max=MAX_WORKING_DIR_CHARS)
     parts = path.replace("\\", "/").split("/")
     if any(len(part.encode("utf-8")) > MAX_PATH_COMPONENT_BYTES for part in parts):
-        raise InvalidInput(
-            f"working_dir: each folder name is limited to {MAX_PATH_COMPONENT_BYTES} bytes (UTF-8)", "working_dir"
-        )
+        raise InvalidInput("job.working_dir_component", "working_dir", max=MAX_PATH_COMPONENT_BYTES)
     if path.startswith("/") or ".." in parts:
-        raise InvalidInput("working_dir must be a relative path inside the job directory (no '/' start, no '..')", "working_dir")
+        raise InvalidInput("job.working_dir_relative", "working_dir")
 
 
 def validate_spec(raw: object) -> JobSpec:
@@ -219,7 +219,7 @@ def validate_spec(raw: object) -> JobSpec:
             a ``preemptible`` that is not a boolean.
     """
     if not isinstance(raw, dict):
-        raise InvalidInput("a job spec must be a JSON/YAML object", None)
+        raise InvalidInput("job.spec_object", None)
     try:
         spec = JobSpec.model_validate(raw)
     except InvalidInput:
@@ -231,31 +231,29 @@ def validate_spec(raw: object) -> JobSpec:
         if isinstance(ctx_err, InvalidInput):
             raise ctx_err from None
         kind = err["type"]
+        name = (loc or "")[:128]
         if kind == "extra_forbidden":
-            msg = f"unknown field '{loc}'"
-        elif kind == "missing":
-            msg = f"{loc} is required"
-        else:
-            msg = f"{loc}: {err['msg']}"
-        raise InvalidInput(msg[:300], loc) from None
+            raise InvalidInput("job.unknown_field", loc, name=name) from None
+        if kind == "missing":
+            raise InvalidInput("job.field_required", loc, name=name) from None
+        if kind in _TYPE_ERRORS:
+            raise InvalidInput(f"job.field_{_TYPE_ERRORS[kind]}", loc, name=name) from None
+        raise InvalidInput("job.field_invalid", loc, name=name, detail=str(err["msg"])[:200]) from None
     check_dns1123_label(spec.name, "name")
     if spec.project is not None:
         check_dns1123_label(spec.project, "project")
     if len(spec.image) > MAX_IMAGE_CHARS or not _IMAGE.fullmatch(spec.image):
-        raise InvalidInput(
-            f"image must be an image reference such as 'pytorch/pytorch:2.4.0' ({MAX_IMAGE_CHARS} chars max)", "image"
-        )
+        raise InvalidInput("job.image_format", "image", max=MAX_IMAGE_CHARS)
     _check_command(spec.command)
     _check_env(spec.env)
     _check_working_dir(spec.working_dir)
     if not PRIORITY_MIN <= spec.priority <= PRIORITY_MAX:
-        raise InvalidInput(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX} (got {spec.priority})", "priority")
+        raise InvalidInput("job.priority_range", "priority", min=PRIORITY_MIN, max=PRIORITY_MAX, value=spec.priority)
     if spec.accelerator_model is not None and not is_model_name(spec.accelerator_model):
-        raise InvalidInput(f"accelerator_model must be a model name such as 'NVIDIA-A100-SXM4-80GB' "
-                           f"({MAX_MODEL_CHARS} chars max)", "accelerator_model")
+        raise InvalidInput("job.accelerator_model_format", "accelerator_model", max=MAX_MODEL_CHARS)
     if spec.kind not in JOB_KINDS:
-        raise InvalidInput(f"kind must be one of {', '.join(JOB_KINDS)} (got '{spec.kind[:32]}')", "kind")
+        raise InvalidInput("job.kind", "kind", kinds=", ".join(JOB_KINDS), value=spec.kind[:32])
     resources = parse_resources(spec.resources)
     if spec.accelerator_model and not resources.gpus:
-        raise InvalidInput("accelerator_model is set but resources request no accelerator", "accelerator_model")
+        raise InvalidInput("job.accelerator_model_without_request", "accelerator_model")
     return spec

@@ -1,17 +1,36 @@
-"""Placement of queued requests onto one node's free capacity: gang (all devices or none), strict order.
+"""Placement of queued requests onto one node's capacity: gang (all devices or none), priority order, EASY
+backfill.
 
-Order is priority (higher first), then submission time, then uid - the order Slurm's priority/multifactor
-plugin uses with a single priority factor and no backfill, and Volcano's ``priority`` + ``gang`` plugins
-with FIFO inside a queue. A request that does not fit blocks the requests after it (no backfill), so a
-large job cannot be starved by a stream of small ones.
+Order is priority (higher first), then submission time, then uid - the order of Slurm's priority/multifactor
+plugin with a single priority factor, and of Volcano's ``priority`` + ``gang`` plugins with FIFO inside a queue.
+Requests are placed in that order while they fit the free capacity. The first one that does not fit is the
+*head*: it gets a reservation (:mod:`crater_app.domain.backfill`, EASY backfill after Lifka 1995, Mu'alem &
+Feitelson 2001, as Slurm's ``sched/backfill``): its shadow time is when enough running workloads will have ended,
+by their ``ends_at`` bounds, for it to fit; the devices it would take then are the lowest-indexed matching ones
+among those free at that time. A later request that fits now still starts when it will have ended by the shadow
+time (``now`` + its ``max_runtime_s``), or when it takes only devices, CPU and memory the head will not need then
+(the *extra* capacity, of which it takes its share). Anything else waits behind the head. So a small job uses an
+idle device while a large one waits, and a stream of small jobs never delays the large one's earliest start.
+
+Reasons are catalogue codes (``event.<code>``, ``i18n/queue``) with their arguments, and the same in English
+(``Decision.waiting``, the backend's message):
+
+- ``placement.waiting`` / ``placement.waiting_unbounded`` (the head): ``request`` (the first resource it lacks,
+  ``{key: amount}`` in Crater's units), ``free`` (the same key, free now), ``expected_at`` (ISO 8601 UTC; ``None``
+  when the workloads holding what it lacks have no bound) and ``wait`` (seconds from ``now``, whole minutes);
+- ``placement.queued`` / ``placement.queued_unbounded`` (behind it): ``position`` (1-based, among the waiting
+  requests in queue order: the head is 1),
+  ``blocker`` (the head's uid), ``blocker_request`` (what the head lacks), and the head's ``expected_at``/``wait``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
-from crater_app.domain.resources import CPU, MEMORY, format_bytes
+from crater_app import i18n
+from crater_app.domain import backfill
+from crater_app.domain.resources import CPU, MEMORY
 
 
 @dataclass(frozen=True)
@@ -76,56 +95,149 @@ def queue_order(requests: list[Request]) -> list[Request]:
     return sorted(requests, key=lambda r: (-r.priority, r.created_at, r.uid))
 
 
-def _shortfall(req: Request, cap: Capacity) -> str | None:
-    """Sentence naming the first resource that does not fit, or ``None`` when ``req`` fits ``cap``."""
+def _matches(req: Request, name: str, device: FreeDevice) -> bool:
+    return device.resource == name and (req.model is None or device.model == req.model)
+
+
+def _shortfall(req: Request, cpu_m: int, memory_bytes: int, devices: list[FreeDevice]) -> tuple[dict, dict] | None:
+    """``(request, free)`` of the first resource ``req`` lacks (``{key: amount}``, Crater's units; a key with a
+    model after a colon when ``req`` asks for one), or ``None`` when it fits."""
     for name, count in sorted(req.accelerators.items()):
-        free = sum(1 for d in cap.devices if d.resource == name and (req.model is None or d.model == req.model))
+        free = sum(1 for d in devices if _matches(req, name, d))
         if free < count:
-            what = f"{name} ({req.model})" if req.model else name
-            return f"waiting for {count} × {what}; {free} free"
-    if req.cpu_m > cap.cpu_m:
-        return f"waiting for {req.cpu_m}m {CPU}; {max(cap.cpu_m, 0)}m free"
-    if req.memory_bytes > cap.memory_bytes:
-        return f"waiting for {format_bytes(req.memory_bytes)} {MEMORY}; {format_bytes(max(cap.memory_bytes, 0))} free"
+            key = f"{name}:{req.model}" if req.model else name
+            return {key: count}, {key: free}
+    if req.cpu_m > cpu_m:
+        return {CPU: req.cpu_m}, {CPU: max(cpu_m, 0)}
+    if req.memory_bytes > memory_bytes:
+        return {MEMORY: req.memory_bytes}, {MEMORY: max(memory_bytes, 0)}
     return None
+
+
+def _pick(req: Request, devices: list[FreeDevice]) -> list[FreeDevice] | None:
+    """The lowest-indexed devices of ``devices`` that ``req`` would take, or ``None`` when they are too few."""
+    picked: list[FreeDevice] = []
+    for name, count in sorted(req.accelerators.items()):
+        matching = sorted((d for d in devices if _matches(req, name, d) and d not in picked), key=lambda d: d.index)
+        if len(matching) < count:
+            return None
+        picked.extend(matching[:count])
+    return picked
+
+
+def _usage(devices: tuple[FreeDevice, ...] | list[FreeDevice], cpu_m: int, memory_bytes: int) -> dict[str, int]:
+    """Devices (counted per resource name and per ``name:model``), CPU and memory as a backfill usage."""
+    usage: dict[str, int] = {CPU: cpu_m, MEMORY: memory_bytes}
+    for d in devices:
+        for key in (d.resource, f"{d.resource}:{d.model}"):
+            usage[key] = usage.get(key, 0) + 1
+    return usage
+
+
+def _need(req: Request) -> dict[str, int]:
+    need = {CPU: req.cpu_m, MEMORY: req.memory_bytes}
+    for name, count in req.accelerators.items():
+        need[name] = need.get(name, 0) + count
+        if req.model:
+            key = f"{name}:{req.model}"
+            need[key] = need.get(key, 0) + count
+    return need
+
+
+@dataclass
+class _Head:
+    """The blocked head's reservation as placement uses it: the backfill reservation, the devices it does not
+    need at its shadow time (``spare``, by index) and its CPU/memory extra."""
+
+    request: Request
+    reservation: backfill.Reservation
+    spare: set[int]
+    lacking: dict
+    cpu_m: int = 0
+    memory_bytes: int = 0
+
+
+def _reserve(head: Request, free: list[FreeDevice], cpu_m: int, memory_bytes: int, running, now: datetime,
+             lacking: dict) -> _Head:
+    holdings = [backfill.Holding(_usage(r.devices, r.cpu_m, r.memory_bytes), r.ends_at) for r in running]
+    reservation = backfill.reserve(_need(head), _usage(free, cpu_m, memory_bytes), holdings, now)
+    if reservation.start_at is None:
+        back = [r for r in running if r.ends_at is not None]
+    else:
+        back = [r for r in running if r.ends_at is not None and r.ends_at <= reservation.start_at]
+    at_shadow = list(free) + [d for r in back for d in r.devices]
+    taken = _pick(head, at_shadow)
+    if taken is None:  # it lacks devices even then: it needs every matching one
+        taken = [d for d in at_shadow if any(_matches(head, name, d) for name in head.accelerators)]
+    spare = {d.index for d in at_shadow} - {d.index for d in taken}
+    return _Head(head, reservation, spare, lacking, cpu_m=reservation.extra.get(CPU, 0),
+                 memory_bytes=reservation.extra.get(MEMORY, 0))
+
+
+def _message(code: str, args: dict) -> str:
+    return i18n.render(i18n.DEFAULT_LANGUAGE, f"event.{code}", args, fallback=code)
 
 
 def place(requests: list[Request], capacity: Capacity, running: tuple[Running, ...] | list[Running] = (),
           now: datetime | None = None) -> Decision:
-    """Place ``requests`` (any order; sorted with :func:`queue_order`) onto ``capacity``.
+    """Place ``requests`` (any order; sorted with :func:`queue_order`) onto ``capacity`` (see the module docstring).
 
-    Each placed request takes the lowest-indexed free devices of its resource (and model). Once one
-    request does not fit, it and every later request wait; their reasons name the shortfall or the
-    position in the queue. Pure: no I/O.
+    Args:
+        requests: the pending requests; ``max_runtime_s`` bounds the end of one started ahead of the head.
+        capacity: what is free now.
+        running: the workloads that hold the rest, with their ``ends_at`` bounds (UTC).
+        now: the current instant (UTC); without it no request is known to end in time, so only extra capacity
+            is lent ahead of a blocked head.
+
+    Returns:
+        :class:`Decision`: ``placed`` uid -> the device indices it takes (lowest-indexed free devices of its
+        resource and model, or of the head's spare devices when it runs past the head's shadow time); every other
+        request in ``waiting`` (English) and ``reasons`` (code, args). Pure: no I/O.
     """
     devices = list(capacity.devices)
     cpu, mem = capacity.cpu_m, capacity.memory_bytes
     placed: dict[str, tuple[int, ...]] = {}
-    waiting: dict[str, str] = {}
-    blocked_at: int | None = None
-    for position, req in enumerate(queue_order(requests)):
-        if blocked_at is not None:
-            ahead = position
-            waiting[req.uid] = f"queued: position {position + 1}, behind {ahead} earlier job(s)"
+    reasons: dict[str, tuple[str, dict]] = {}
+    head: _Head | None = None
+    clock = now or datetime.min.replace(tzinfo=timezone.utc)
+    for req in queue_order(requests):
+        lack = _shortfall(req, cpu, mem, devices)
+        if head is None and lack is not None:
+            head = _reserve(req, devices, cpu, mem, running, clock, lack[0])
+            estimate = backfill.estimate_args(head.reservation, now)
+            code = "placement.waiting" if estimate["expected_at"] else "placement.waiting_unbounded"
+            reasons[req.uid] = (code, {"request": lack[0], "free": lack[1], **estimate})
             continue
-        reason = _shortfall(req, Capacity(cpu, mem, tuple(devices)))
-        if reason is not None:
-            blocked_at = position
-            waiting[req.uid] = reason
-            continue
-        taken: list[int] = []
-        for name, count in sorted(req.accelerators.items()):
-            pick = [d for d in devices if d.resource == name and (req.model is None or d.model == req.model)]
-            pick = sorted(pick, key=lambda d: d.index)[:count]
-            taken.extend(d.index for d in pick)
-            devices = [d for d in devices if d not in pick]
+        if head is not None:
+            picked = None
+            if lack is None:
+                ends_at = now + timedelta(seconds=req.max_runtime_s) if now and req.max_runtime_s else None
+                if backfill.ends_in_time(head.reservation, ends_at):
+                    picked = _pick(req, devices)
+                elif req.cpu_m <= head.cpu_m and req.memory_bytes <= head.memory_bytes:
+                    picked = _pick(req, [d for d in devices if d.index in head.spare])
+                    if picked is not None:
+                        head.spare -= {d.index for d in picked}
+                        head.cpu_m -= req.cpu_m
+                        head.memory_bytes -= req.memory_bytes
+            if picked is None:
+                estimate = backfill.estimate_args(head.reservation, now)
+                code = "placement.queued" if estimate["expected_at"] else "placement.queued_unbounded"
+                reasons[req.uid] = (code, {"position": len(reasons) + 1, "blocker": head.request.uid,
+                                           "blocker_request": head.lacking, **estimate})
+                continue
+        else:
+            picked = _pick(req, devices) or []
+        devices = [d for d in devices if d not in picked]
         cpu -= req.cpu_m
         mem -= req.memory_bytes
-        placed[req.uid] = tuple(sorted(taken))
-    return Decision(placed=placed, waiting=waiting)
+        placed[req.uid] = tuple(sorted(d.index for d in picked))
+    waiting = {uid: _message(code, args) for uid, (code, args) in reasons.items()}
+    return Decision(placed=placed, waiting=waiting, reasons=reasons)
 
 
-def never_fits(req: Request, cpu_m: int, memory_bytes: int, devices: list[tuple[str, str]]) -> tuple[str, str] | None:
+def never_fits(req: Request, cpu_m: int, memory_bytes: int,
+               devices: list[tuple[str, str]]) -> tuple[str, str, dict] | None:
     """Whether ``req`` exceeds a node's *total* capacity (so it could never start there).
 
     Args:
@@ -133,24 +245,27 @@ def never_fits(req: Request, cpu_m: int, memory_bytes: int, devices: list[tuple[
         devices: ``(resource, model)`` of every device on the node.
 
     Returns:
-        ``(field, sentence with the numbers)`` for the first excess, or ``None`` when it can fit.
+        ``(field, code, args)`` for the first excess - ``code`` an error code (``error.<code>``, ``i18n/queue``):
+        ``job.never_fits_model`` (``request`` ``{name:model: count}``, ``matching``, ``models`` as
+        ``"n × model"`` words), ``job.never_fits_model_absent`` (``request``), ``job.never_fits_devices``
+        (``request``, ``have``), ``job.never_fits_cpu`` / ``job.never_fits_memory`` (``request``, ``have`` in
+        millicores / bytes) - or ``None`` when it can fit.
     """
     for name, count in sorted(req.accelerators.items()):
         have = [m for r, m in devices if r == name]
         if req.model is not None:
             matching = sum(1 for m in have if m == req.model)
             if matching < count:
-                models = ", ".join(f"{have.count(m)} × {m}" for m in sorted(set(have))) or "none"
-                return "accelerator_model", (
-                    f"requested {count} × {name} of model {req.model}; this machine has {matching} of that model"
-                    f" ({models})"
-                )
+                request = {f"{name}:{req.model}": count}
+                if not have:
+                    return "accelerator_model", "job.never_fits_model_absent", {"request": request}
+                models = [f"{have.count(m)} × {m}" for m in sorted(set(have))]
+                return "accelerator_model", "job.never_fits_model", {"request": request, "matching": matching,
+                                                                     "models": models}
         elif len(have) < count:
-            return f"resources.{name}", f"requested {count} × {name}; this machine has {len(have)}"
+            return f"resources.{name}", "job.never_fits_devices", {"request": {name: count}, "have": len(have)}
     if req.cpu_m > cpu_m:
-        return f"resources.{CPU}", f"requested {req.cpu_m}m cpu; this machine has {cpu_m}m"
+        return f"resources.{CPU}", "job.never_fits_cpu", {"request": req.cpu_m, "have": cpu_m}
     if req.memory_bytes > memory_bytes:
-        return f"resources.{MEMORY}", (
-            f"requested {format_bytes(req.memory_bytes)} memory; this machine has {format_bytes(memory_bytes)}"
-        )
+        return f"resources.{MEMORY}", "job.never_fits_memory", {"request": req.memory_bytes, "have": memory_bytes}
     return None

@@ -10,11 +10,18 @@ from crater_app.schemas.base import Public
 class JobPublic(Public):
     """A job as the API returns it. ``resources`` as submitted; ``devices`` assigned indices; times UTC.
 
-    Why it waits: ``reason`` (a sentence; for a ``Held`` job it names the limit, the usage and the position),
-    ``reason_code`` (``quota``, ``share``, ``sessions``, ``capacity``, ``fairshare``, ``queue``, ``approval``,
-    ``preempted``; ``""`` when Crater itself does not hold the job) and ``reason_args`` (the sentence's values,
-    for translation). ``admitted_at``: when it passed admission (``Held`` -> ``Queued``); ``kind`` ``batch`` or
-    ``interactive``; ``preemptible``: may be stopped to give a project its deserved share back.
+    Why it is where it is: ``reason`` (a sentence, in the reader's language through the API; for a ``Held`` job it
+    names the limit, the usage, the position and, behind a blocked job, which one and its expected start),
+    ``reason_code`` (Crater's holds: ``quota``, ``share``, ``sessions``, ``capacity``, ``fairshare``, ``queue``,
+    ``reclaim``, ``approval``, ``preempted``, ``requeued``, ``preempted_final``, ``preempted_exhausted``; the
+    backend's and Crater's status codes: ``placement.pending``, ``placement.waiting``, ``placement.queued``,
+    ``job.stopping_cancelled``, ...; ``""`` when the reason has no code) and ``reason_args`` (its values in Crater's
+    units: resource lists, seconds, ``expected_at`` as ISO 8601 UTC). ``admitted_at``: when it passed admission
+    (``Held`` -> ``Queued``); ``kind`` ``batch`` or ``interactive``; ``preemptible``: may be stopped to give a
+    project its deserved share back; ``requeue_on_preemption``: then it goes back to the queue; ``attempt``: the
+    run it is on (1 for the first); ``stop_requested_at``: when a stop was asked for (the job is ``Stopping``
+    until its last process has exited). ``started_at`` is the start of its current (or last) run; a job back in
+    the queue after a preemption keeps its last run's ``started_at``/``finished_at`` until it starts again.
     """
 
     id: int
@@ -44,6 +51,9 @@ class JobPublic(Public):
     reason_code: str = ""
     reason_args: dict = {}
     admitted_at: datetime | None = None
+    attempt: int = 1
+    requeue_on_preemption: bool = True
+    stop_requested_at: datetime | None = None
 
 
 class JobPage(Public):

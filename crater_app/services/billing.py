@@ -64,6 +64,10 @@ from crater_app.services.context import ServiceContext
 SETTLE_LOOKBACK = timedelta(days=1)
 _JOBS, _LEDGER, _USERS = Job.__table__, PointLedger.__table__, User.__table__
 _TERMINAL = tuple(p.value for p in TERMINAL_PHASES)
+#: phases in which a started job holds its devices now (a ``Stopping`` job until its last process has exited)
+_HOLDING = (JobPhase.RUNNING.value, JobPhase.STOPPING.value)
+#: phases of a job whose last run has ended: final, or back in the queue after a preemption (``attempt`` > 1)
+_WAITING = (JobPhase.HELD.value, JobPhase.QUEUED.value)
 _DUE_KEY = "billing:charged-at"
 
 
@@ -283,11 +287,10 @@ def charge_running(ctx: ServiceContext, now: datetime) -> int:
                      c.accelerator_model, c.started_at, c.finished_at, c.charged_until).where(
         c.started_at.is_not(None),
         or_(
-            and_(c.phase == JobPhase.RUNNING.value, or_(c.charged_until.is_(None), c.charged_until < now)),
-            and_(c.phase.in_(_TERMINAL), c.finished_at.is_not(None), or_(
-                and_(c.charged_until.is_not(None), c.charged_until < c.finished_at),
-                and_(c.charged_until.is_(None), c.finished_at >= now - SETTLE_LOOKBACK),
-            )),
+            and_(c.phase.in_(_HOLDING), or_(c.charged_until.is_(None), c.charged_until < now)),
+            and_(or_(c.phase.in_(_TERMINAL), and_(c.phase.in_(_WAITING), c.attempt > 1)), c.finished_at.is_not(None),
+                 or_(and_(c.charged_until.is_not(None), c.charged_until < c.finished_at),
+                     and_(c.charged_until.is_(None), c.finished_at >= now - SETTLE_LOOKBACK))),
         ),
     )
     charged = 0
@@ -300,12 +303,12 @@ def charge_running(ctx: ServiceContext, now: datetime) -> int:
         left: dict[tuple[int, int, str], float] = {}  # (user, project, period) -> allowance left
         for job in jobs:
             start = job.charged_until or job.started_at
-            end = job.finished_at if job.phase in _TERMINAL else now
+            end = now if job.phase in _HOLDING else job.finished_at
             if end > now:
                 end = now
             guard = c.charged_until.is_(None) if job.charged_until is None else c.charged_until == job.charged_until
             if end <= start:
-                if job.charged_until is None and job.phase in _TERMINAL:  # never ran long enough: mark it settled
+                if job.charged_until is None and job.phase not in _HOLDING:  # never ran long enough: mark it settled
                     s.execute(_JOBS.update().where(c.id == job.id, guard).values(charged_until=job.finished_at))
                 continue
             rate = hourly_rate(table, job.cpu_m, job.memory_bytes, parse_resources(job.resources).accelerators,

@@ -11,15 +11,23 @@ from datetime import datetime
 from crater_app import i18n
 from crater_app.db.models import JobEvent
 from crater_app.domain.times import utcnow
+from crater_app.services.job_reasons import reason_text
+
+#: an event code with this prefix is a job's reason (``Held``: ``hold.<reason code>``), rendered as the job's
+#: reason is (``services.job_reasons``)
+REASON_PREFIX = "hold."
 
 EVENTS = JobEvent.__table__
 
 
 def event_text(lang: object, code: str, args: dict | None, message: str = "") -> str:
-    """An event's message in ``lang``: ``event.<code>`` filled from ``args``; ``message`` as stored when the event
-    has no code (a backend's own text, kept verbatim) or the arguments do not fit."""
+    """An event's message in ``lang``: ``event.<code>`` filled from ``args`` (a ``hold.<code>`` code: the job's
+    reason of that code, see :data:`REASON_PREFIX`); ``message`` as stored when the event has no code (a backend's
+    own text, kept verbatim) or the arguments do not fit."""
     if not code:
         return message
+    if code.startswith(REASON_PREFIX):
+        return reason_text(lang, code[len(REASON_PREFIX):], args or {}, message or code, refresh=False)
     return i18n.render(lang, f"event.{code}", args or {}, fallback=message or code)
 
 

@@ -6,14 +6,14 @@ import unicodedata
 
 import uuid
 from datetime import datetime
-from functools import lru_cache
 
-from sqlalchemy import bindparam, func, or_
+from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import Workload
 from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
+from crater_app.db.queries import jobs as job_queries
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
@@ -27,16 +27,17 @@ from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_job, can_read_project, can_submit, readable_projects,
 )
-from crater_app.services import admission, approvals, billing, oplog
+from crater_app.services import admission, approvals, billing, job_reasons, oplog
 from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
+from crater_app.services.job_events import EVENTS, event_row
 
 MAX_PAGE_SIZE = 200
 MAX_LOG_TAIL_BYTES = 1024 * 1024
 _PHASES = tuple(p.value for p in JobPhase)
 _names: dict[tuple[str, int], str] = {}  # (table, id) -> name; user and project names never change
 # Core tables: inserts without ORM objects.
-_JOBS, _JOB_EVENTS, _OPERATION_LOGS = Job.__table__, JobEvent.__table__, OperationLog.__table__
+_JOBS, _OPERATION_LOGS = Job.__table__, OperationLog.__table__
 
 
 def _name(session, model, key: int) -> str:
@@ -49,16 +50,6 @@ def _name(session, model, key: int) -> str:
     return name
 
 
-# The columns :func:`_public` reads (a row of these has the same attribute names as a Job): Core table columns,
-# so that list pages are plain Core queries (no ORM compile/loading step).
-_PUBLIC_COLUMNS = tuple(_JOBS.c[name] for name in (
-    "id", "uid", "name", "project_id", "user_id", "image", "command", "env", "working_dir", "phase", "reason",
-    "exit_code", "resources", "accelerator_model", "gpus", "devices", "max_runtime_s", "priority", "created_at",
-    "started_at", "finished_at", "resubmitted_from", "kind", "preemptible", "reason_code", "reason_args",
-    "admitted_at",
-))
-
-
 def _public(session, job: Job) -> JobPublic:
     return JobPublic(
         id=job.id, uid=job.uid, name=job.name, project=_name(session, Project, job.project_id),
@@ -68,7 +59,8 @@ def _public(session, job: Job) -> JobPublic:
         max_runtime=job.max_runtime_s, priority=job.priority, created_at=job.created_at,
         started_at=job.started_at, finished_at=job.finished_at, resubmitted_from=job.resubmitted_from,
         kind=job.kind, preemptible=job.preemptible, reason_code=job.reason_code, reason_args=job.reason_args or {},
-        admitted_at=job.admitted_at,
+        admitted_at=job.admitted_at, attempt=job.attempt, requeue_on_preemption=job.requeue_on_preemption,
+        stop_requested_at=job.stop_requested_at,
     )
 
 
@@ -84,17 +76,19 @@ def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | No
         if problem is None:
             return
         problems.append(problem)
-    field, message = problems[0] if problems else ("resources", "there is no node to run on")
-    raise Unschedulable(f"{field}: {message}; the job could never start", field)
+    if not problems:
+        raise Unschedulable("job.no_node", "resources")
+    field, code, args = problems[0]
+    raise Unschedulable(code, field, **args)
 
 
 def workload_of(job: Job, project: str, user: str) -> Workload:
-    """The backend request for ``job`` (uid is the idempotency key)."""
+    """The backend request for ``job`` (uid is the idempotency key; ``attempt`` the run it is on)."""
     return Workload(
         uid=job.uid, name=job.name, project=project, user=user, image=job.image, command=tuple(job.command),
         env=dict(job.env), working_dir=job.working_dir, resources=parse_resources(job.resources),
         accelerator_model=job.accelerator_model, max_runtime_s=job.max_runtime_s, priority=job.priority,
-        created_at=job.created_at,
+        created_at=job.created_at, attempt=job.attempt,
     )
 
 
@@ -113,14 +107,16 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     :mod:`crater_app.domain.job_defaults`).
 
     Returns:
-        The job in phase ``Queued`` (the loop moves it on) or ``Held``.
+        The job in phase ``Queued`` (the loop moves it on; ``reason_code`` ``placement.pending`` until the backend
+        places it) or ``Held``.
 
     Raises:
-        InvalidInput: bad spec (field named); NotFound: unknown project; Forbidden: no submit right
-        in the project, or the project has expired (the date in the message); Unschedulable: the request exceeds
-        the machine (numbers in the message), or names an accelerator resource no node offers (with the closest
-        offered name as ``suggestion``); AdmissionRefused (422, code ``never_admissible``): over the
-        project's capability, the member's share or the user's limits (limit and request in the message).
+        InvalidInput: bad spec (field named); NotFound: unknown project (``job.project_unknown``); Forbidden: no
+        submit right in the project (``job.submit_forbidden``), or the project has expired (the date in the
+        arguments); Unschedulable: the request exceeds the machine (numbers in the arguments), or names an
+        accelerator resource no node offers (the closest offered name as ``suggestion``); AdmissionRefused
+        (422, kind ``never_admissible``): over the project's capability, the member's share or the user's limits
+        (limit and request in the arguments).
     """
     spec = validate_spec(raw)
     settings = ctx.settings
@@ -129,8 +125,8 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     project_id, project_name = _submit_project(ctx, actor, spec.project)
     if not can_submit(actor, project_id):
         if not can_read_project(actor, project_id):  # as for an unknown project: names are not disclosed
-            raise NotFound(f"project '{project_name}' does not exist", "project")
-        raise Forbidden(f"you may not submit jobs to project '{project_name}'", "project")
+            raise NotFound("job.project_unknown", "project", project=project_name)
+        raise Forbidden("job.submit_forbidden", "project", project=project_name)
     billing.check_can_submit(ctx, actor, project_id)  # PaymentRequired when billing is on and points are used up
     _check_fits(ctx, spec, resources)
     # Everything is prepared before the write transaction, which then only runs INSERTs: SQLite has one writer
@@ -142,14 +138,14 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         "resources": {k: str(v) for k, v in spec.resources.items()}, "cpu_m": resources.cpu_m,
         "memory_bytes": resources.memory_bytes, "gpus": resources.gpus, "accelerator_model": spec.accelerator_model,
         "max_runtime_s": spec.max_runtime, "priority": spec.priority, "phase": JobPhase.QUEUED.value,
-        "reason": "waiting for placement", "exit_code": None, "devices": [], "created_at": utcnow(),
+        "reason": "", "exit_code": None, "devices": [], "created_at": utcnow(),
         "started_at": None, "finished_at": None, "resubmitted_from": resubmitted_from, "kind": spec.kind,
         "preemptible": spec.preemptible, "reason_code": "", "reason_args": {}, "admitted_at": None,
+        "attempt": 1, "requeue_on_preemption": spec.requeue_on_preemption,
     }
-    events = [("Submitted", f"submitted by {actor.username}")]
+    events = [("Submitted", "job.submitted", {"user": actor.username})]
     if ctx.backend.name == "local":
-        events.append(("HostEnvironment", (
-            f"image '{spec.image}' recorded; the local backend runs the command in the host environment")))
+        events.append(("HostEnvironment", "job.host_environment", {"image": spec.image}))
     workload = Workload(
         uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
         command=tuple(spec.command), env=dict(spec.env), working_dir=spec.working_dir, resources=resources,
@@ -171,6 +167,7 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         priority=spec.priority, created_at=values["created_at"], started_at=None, finished_at=None,
         resubmitted_from=resubmitted_from, kind=spec.kind, preemptible=spec.preemptible,
         reason_code=values["reason_code"], reason_args=values["reason_args"], admitted_at=values["admitted_at"],
+        attempt=1, requeue_on_preemption=spec.requeue_on_preemption,
     )
 
 
@@ -197,12 +194,12 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
             ids = [by_uid[item.values["uid"]] for item in ok]
         if ok:
             at = utcnow()
-            s.execute(_JOB_EVENTS.insert(), [
-                {"job_id": job_id, "at": at, "phase": item.values["phase"], "reason": reason, "message": message}
-                for job_id, item in zip(ids, ok) for reason, message in _events_of(item)
+            s.execute(EVENTS.insert(), [
+                event_row(job_id, item.values["phase"], reason, code, args, at=at, message=message)
+                for job_id, item in zip(ids, ok) for reason, code, args, message in _events_of(item)
             ])
             s.execute(_OPERATION_LOGS.insert(), [
-                oplog.row(item.actor, "job:create", f"{item.target}{job_id}", details=_oplog_details(item))
+                oplog.row(item.actor, "job:create", f"{item.target}{job_id}", **_oplog_details(item))
                 for job_id, item in zip(ids, ok)
             ])
             # Large jobs (rare): their approval requests, and a notification to who may decide them.
@@ -233,18 +230,23 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
     return results
 
 
-def _events_of(item: NewJob) -> list[tuple[str, str]]:
-    """The first events of a written job: the submission's own, then ``Held`` with the reason when held."""
-    if item.values["phase"] == JobPhase.HELD.value:
-        return [*item.events, ("Held", item.values["reason"])]
-    return list(item.events)
-
-
-def _oplog_details(item: NewJob) -> str:
+def _events_of(item: NewJob) -> list[tuple[str, str, dict, str]]:
+    """The first events of a written job as ``(reason, code, args, message)``: the submission's own, then ``Held``
+    with the job's reason (code ``hold.<reason_code>``) when held."""
+    out = [(reason, code, args, "") for reason, code, args in item.events]
     v = item.values
     if v["phase"] == JobPhase.HELD.value:
-        return f"held ({v['reason_code']}): {v['reason']}"
-    return ""
+        out.append(("Held", f"hold.{v['reason_code']}", job_reasons.fresh(v["reason_args"], v["created_at"]),
+                    v["reason"]))
+    return out
+
+
+def _oplog_details(item: NewJob) -> dict:
+    """The ``code``/``args`` of a submission's operation-log row (``job.created_held`` when it was held)."""
+    v = item.values
+    if v["phase"] == JobPhase.HELD.value:
+        return {"code": "job.created_held", "args": {"hold": v["reason_code"], "reason": v["reason"][:1500]}}
+    return {}
 
 
 def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tuple[int, str]:
@@ -255,14 +257,14 @@ def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tupl
     cache = ctx.cache
     if name is None:
         if actor.default_project_id is None:
-            raise InvalidInput("project is required: you have no default project", "project")
+            raise InvalidInput("job.project_required", "project")
         cached = cache.get(("project-name", actor.default_project_id))
         if cached is not None:
             return actor.default_project_id, cached
         with ctx.session(read_only=True) as s:
             project = s.get(Project, actor.default_project_id)
             if project is None:
-                raise NotFound(f"project {actor.default_project_id} does not exist", "project")
+                raise NotFound("job.project_unknown", "project", project=str(actor.default_project_id))
     else:
         project_id = cache.get(("project-id", name))
         if project_id is not None:
@@ -270,7 +272,7 @@ def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tupl
         with ctx.session(read_only=True) as s:
             project = s.exec(select(Project).where(Project.name == name)).first()
             if project is None:
-                raise NotFound(f"project '{name}' does not exist", "project")
+                raise NotFound("job.project_unknown", "project", project=name)
     cache[("project-name", project.id)] = project.name
     cache[("project-id", project.name)] = project.id
     return project.id, project.name
@@ -287,13 +289,12 @@ def list_jobs(
         text (a NUL or other control character, a lone surrogate), each with its own message.
     """
     if phase is not None and phase not in _PHASES:
-        raise InvalidInput(f"phase must be one of {', '.join(_PHASES)}", "phase")
+        raise InvalidInput("job.phase_unknown", "phase", phases=list(_PHASES))
     check_page(page, page_size, MAX_PAGE_SIZE)
     if q is not None and len(q) > 63:
-        raise InvalidInput(f"q is limited to 63 characters (got {len(q)}; job names are DNS-1123 labels)", "q")
+        raise InvalidInput("job.query_length", "q", length=len(q), max=63)
     if q is not None and (not is_text(q) or any(unicodedata.category(ch) == "Cc" for ch in q)):
-        raise InvalidInput("q must be text without NUL or other control characters (job names are DNS-1123 "
-                           "labels)", "q")
+        raise InvalidInput("job.query_text", "q")
     params: dict = {"offset": (page - 1) * page_size, "limit": page_size}
     visibility = "all"
     if not actor.is_admin:
@@ -307,7 +308,7 @@ def list_jobs(
         params["phase"] = phase
     if q:
         params["pattern"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    count, rows_of_page = _list_statements(visibility, bool(phase), bool(q))
+    count, rows_of_page = job_queries.list_statements(visibility, bool(phase), bool(q))
     with ctx.session(read_only=True) as s:
         conn = s.connection()
         total = conn.execute(count, params).scalar_one()
@@ -315,41 +316,11 @@ def list_jobs(
         return JobPage(items=[_public(s, j) for j in rows], total=total, page=page, page_size=page_size)
 
 
-@lru_cache(maxsize=None)
-def _list_statements(visibility: str, by_phase: bool, by_name: bool) -> tuple:
-    """``(count, page)`` statements of :func:`list_jobs` for one shape of filter, built once: the values are
-    bound parameters (``user_id``, ``projects``, ``phase``, ``pattern``, ``offset``, ``limit``).
-
-    ``visibility``: ``all`` (platform admin), ``own`` (the actor's jobs) or ``own+projects`` (also every job
-    of the projects the actor administers or views, ``readable_projects``): what ``can_read_job`` allows, as
-    a query. The page is read in two steps: the page's ids (answered from the indexes, which hold the filter
-    columns), then only those rows, as plain rows rather than ORM objects, so that its cost does not grow with
-    the rows filtered or skipped.
-    """
-    c = _JOBS.c
-
-    def where(stmt):
-        if visibility == "own":
-            stmt = stmt.where(c.user_id == bindparam("user_id"))
-        elif visibility == "own+projects":
-            stmt = stmt.where(or_(c.user_id == bindparam("user_id"), c.project_id.in_(bindparam("projects", expanding=True))))
-        if by_phase:
-            stmt = stmt.where(c.phase == bindparam("phase"))
-        if by_name:
-            stmt = stmt.where(c.name.like(bindparam("pattern"), escape="\\"))
-        return stmt
-
-    count = where(sa_select(func.count()).select_from(_JOBS))
-    ids = where(sa_select(c.id)).order_by(c.id.desc()).offset(bindparam("offset")).limit(bindparam("limit"))
-    page = sa_select(*_PUBLIC_COLUMNS).where(c.id.in_(ids)).order_by(c.id.desc())
-    return count, page
-
-
 def _readable(s, actor: Actor, job_id: int) -> Job:
     # Ids outside the 64-bit range cannot exist (and SQLite's driver raises OverflowError on them).
     job = s.get(Job, job_id) if 0 < job_id < 2**63 else None
     if job is None or not can_read_job(actor, job.user_id, job.project_id):
-        raise NotFound(f"job {job_id} does not exist", "id")
+        raise NotFound("job.unknown", "id", id=job_id)
     return job
 
 
@@ -375,48 +346,66 @@ def job_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 6
         NotFound: like :func:`get_job`; InvalidInput: ``tail_bytes`` out of range.
     """
     if not 1 <= tail_bytes <= MAX_LOG_TAIL_BYTES:
-        raise InvalidInput(f"tail_bytes must be between 1 and {MAX_LOG_TAIL_BYTES}", "tail_bytes")
+        raise InvalidInput("job.tail_bytes", "tail_bytes", max=MAX_LOG_TAIL_BYTES)
     with ctx.session(read_only=True) as s:
         uid = _readable(s, actor, job_id).uid
     return ctx.backend.read_logs(uid, tail_bytes)
 
 
 def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
-    """Ask the backend to stop the job (SIGTERM, then SIGKILL after the grace period). A ``Held`` job never reached
-    the backend: it is ``Cancelled`` at once (a pending approval for it stays for the approvals service to close).
+    """Stop a job. A ``Held`` job never reached the backend: it is ``Cancelled`` at once (a pending approval for it
+    stays for the approvals service to close). A ``Queued`` or ``Running`` one is ``Stopping`` from now on
+    (``stop_requested_at``, event ``CancelRequested``, ``reason_code`` ``job.stopping_cancelled``) and the backend
+    stops it (SIGTERM, then SIGKILL after the grace period); the reconciler makes it ``Cancelled`` when its last
+    process has exited, and its devices count as used until then. A job being stopped by a preemption is
+    cancelled instead of going back to the queue. Cancelling a job that is already being cancelled changes
+    nothing.
+
+    Returns:
+        The job as it is now (``Stopping`` or ``Cancelled``).
 
     Raises:
-        NotFound: unknown/invisible job; Forbidden: may read but not cancel; Conflict: already finished.
+        NotFound: unknown/invisible job; Forbidden (``job.cancel_forbidden``): may read but not cancel; Conflict
+        (``job.already_final``): already finished.
     """
     with ctx.session() as s:
         job = _readable(s, actor, job_id)
         if not can_cancel_job(actor, job.user_id, job.project_id):
-            raise Forbidden(f"you may not cancel job {job_id}")
+            raise Forbidden("job.cancel_forbidden", "id", id=job_id)
         if JobPhase(job.phase).terminal:
-            raise Conflict(f"job {job_id} is already {job.phase}", "id")
+            raise Conflict("job.already_final", "id", id=job_id, phase=job.phase)
+        now = utcnow()
+        c = _JOBS.c
+        who = {"user": actor.username}
+        held = stopping = 0
         if job.phase == JobPhase.HELD.value:
-            now = utcnow()
-            message = f"cancelled by {actor.username}"
-            # Conditional: when the admission pass admitted it meanwhile, it is cancelled in the backend below.
-            held = s.execute(_JOBS.update().where(_JOBS.c.id == job.id, _JOBS.c.phase == JobPhase.HELD.value).values(
-                phase=JobPhase.CANCELLED.value, reason=message, reason_code="", reason_args={}, finished_at=now,
+            # Conditional: when the admission pass admitted it meanwhile, it is stopped in the backend below.
+            held = s.execute(_JOBS.update().where(c.id == job.id, c.phase == JobPhase.HELD.value).values(
+                phase=JobPhase.CANCELLED.value, reason=job_reasons.english("job.cancelled_by", who),
+                # A job back in the queue after a preemption keeps the end of its last run (billing settles to it).
+                reason_code="job.cancelled_by", reason_args=who, finished_at=func.coalesce(c.finished_at, now),
             )).rowcount
             if held:
-                s.execute(_JOB_EVENTS.insert(), {"job_id": job.id, "at": now, "phase": JobPhase.CANCELLED.value,
-                                                 "reason": "Cancelled", "message": message})
-                oplog.record(s, actor, "job:cancel", f"#{job.id}", details="held; never reached the backend")
-                s.expire_all()
+                s.execute(EVENTS.insert(), event_row(job.id, JobPhase.CANCELLED.value, "Cancelled", "job.cancelled_by",
+                                                     who, at=now))
+                oplog.record(s, actor, "job:cancel", f"#{job.id}", code="job.cancel_held")
                 admission.nudge(ctx)  # the jobs queued behind it may start
-        else:
-            held = 0
         if not held:
-            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="CancelRequested",
-                           message=f"cancel requested by {actor.username}"))
-            oplog.record(s, actor, "job:cancel", f"#{job.id}")
+            cancelling = (c.phase == JobPhase.STOPPING.value) & (c.reason_code == "job.stopping_cancelled")
+            stopping = s.execute(_JOBS.update().where(
+                c.id == job.id, c.phase.in_(admission.ACTIVE_PHASES), ~cancelling).values(
+                phase=JobPhase.STOPPING.value, stop_requested_at=now, reason_code="job.stopping_cancelled",
+                reason_args=who, reason=job_reasons.english("job.stopping_cancelled", who),
+            )).rowcount
+            if stopping:
+                s.execute(EVENTS.insert(), event_row(job.id, JobPhase.STOPPING.value, "CancelRequested",
+                                                     "job.cancel_requested", who, at=now))
+                oplog.record(s, actor, "job:cancel", f"#{job.id}")
+        s.expire_all()
         uid = job.uid
     if not held:
         try:
-            ctx.backend.cancel(uid, f"cancelled by {actor.username}")
+            ctx.backend.cancel(uid, job_reasons.english("job.cancelled_by", who))
         except KeyError:
             pass  # never reached the backend: the reconciler's repair() marks it Cancelled
     ctx.kick.set()
@@ -440,4 +429,6 @@ def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
             raw["kind"] = job.kind
         if job.preemptible:
             raw["preemptible"] = True
+        if not job.requeue_on_preemption:
+            raw["requeue_on_preemption"] = False
     return submit_job(ctx, actor, raw, resubmitted_from=job_id)

@@ -19,7 +19,7 @@ def list_nodes(ctx: ServiceContext, actor: Actor) -> list[NodePublic]:
         Forbidden: the actor may not read nodes.
     """
     if not can_read_nodes(actor):
-        raise Forbidden("you may not see nodes")
+        raise Forbidden("nodes.forbidden")
     nodes = ctx.backend.inventory()
     uids = {uid for n in nodes for uid in n.allocations.values()}
     holders: dict[str, tuple[Job, str]] = {}

@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import replace
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
@@ -18,24 +17,43 @@ from sqlmodel import select
 
 from crater_app.cluster.base import WorkloadStatus
 from crater_app.db.engine import refresh_statistics
-from crater_app.db.models import Job, JobEvent, Project, User
+from crater_app.db.models import Job, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import admission, approvals, billing, leases
+from crater_app.services import admission, approvals, billing, job_reasons, leases
+from crater_app.services.admission_loop import AdmissionLoop, RoundResult
 from crater_app.services.context import ServiceContext
+from crater_app.services.job_events import EVENTS, event_row
 from crater_app.services.jobs import workload_of
 
 log = logging.getLogger(__name__)
 LEASE_NAME = "crater-loops"
 _STATE_TO_PHASE = {
-    "Pending": JobPhase.QUEUED, "Running": JobPhase.RUNNING, "Succeeded": JobPhase.SUCCEEDED,
-    "Failed": JobPhase.FAILED, "Cancelled": JobPhase.CANCELLED,
+    "Pending": JobPhase.QUEUED, "Running": JobPhase.RUNNING, "Stopping": JobPhase.STOPPING,
+    "Succeeded": JobPhase.SUCCEEDED, "Failed": JobPhase.FAILED, "Cancelled": JobPhase.CANCELLED,
 }
-_ACTIVE = (JobPhase.QUEUED.value, JobPhase.RUNNING.value)
+_ACTIVE = admission.ACTIVE_PHASES
 _JOBS = Job.__table__
-_SAME_PHASE_UPDATE = (
-    _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).values(reason=bindparam("b_reason"), devices=bindparam("b_devices"))
-)
+_SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).values(
+    reason=bindparam("b_reason"), reason_code=bindparam("b_code"), reason_args=bindparam("b_args"),
+    devices=bindparam("b_devices"))
+#: ``jobs.reason_code`` holds codes of at most this many characters (a longer backend code keeps only its text)
+MAX_CODE_CHARS = 32
+#: reason codes a stop asked for by Crater writes (the job's reason while it is ``Stopping``)
+_CRATER_STOPS = (admission.PREEMPTED, "job.stopping_cancelled")
+
+
+def status_reason(status: WorkloadStatus, ids: dict[str, int]) -> tuple[str, str, dict]:
+    """``(reason, reason_code, reason_args)`` of a job from its backend status: the status's message, code and
+    arguments, with a blocking workload's uid (``blocker``) named by its job (``#<id>``, ``blocker_id``) when
+    ``ids`` (uid -> job id) knows it - then the English reason is rendered again from the code."""
+    code = status.code if status.code and len(status.code) <= MAX_CODE_CHARS else ""
+    args = dict(status.args or {}) if code else {}
+    if code and isinstance(args.get("blocker"), str) and args["blocker"] in ids:
+        args["blocker_id"] = ids[args["blocker"]]
+        args["blocker"] = f"#{args['blocker_id']}"
+        return job_reasons.english(code, args) or status.message, code, args
+    return status.message, code, args
 
 
 class Reconciler:
@@ -61,22 +79,30 @@ class Reconciler:
 
     def _apply(self, changes: list[WorkloadStatus]) -> None:
         latest = {c.uid: c for c in changes}
+        blockers = {b for c in latest.values() if isinstance(b := (c.args or {}).get("blocker"), str)}
         with self.ctx.session() as s:
             # Most changes keep the phase and only bring a new message (e.g. a queued job's position): those are
-            # one UPDATE of reason/devices each, sent together; only the rest go through ORM objects and
+            # one UPDATE of the reason and devices each, sent together; only the rest go through ORM objects and
             # _apply_one. The outcome is the same as _apply_one for every job (it does exactly this when the
             # phase is unchanged).
             conn = s.connection()
+            c = _JOBS.c
             rows = conn.execute(
-                sa_select(_JOBS.c.id, _JOBS.c.uid, _JOBS.c.phase, _JOBS.c.reason, _JOBS.c.devices)
-                .where(_JOBS.c.uid.in_(list(latest)))
+                sa_select(c.id, c.uid, c.phase, c.reason, c.reason_code, c.reason_args, c.devices, c.attempt)
+                .where(c.uid.in_(list(latest | dict.fromkeys(blockers))))
             ).all()
+            ids = {row.uid: row.id for row in rows}
             updates, others = [], []
-            for job_id, uid, phase, reason, devices in rows:
-                status = latest[uid]
-                if _STATE_TO_PHASE.get(status.state) == JobPhase(phase):
-                    if reason != status.message or list(status.devices) != devices:
-                        updates.append({"b_id": job_id, "b_reason": status.message, "b_devices": list(status.devices)})
+            for job_id, uid, phase, reason, code, args, devices, attempt in rows:
+                status = latest.get(uid)
+                if status is None or status.attempt < attempt:
+                    continue  # only named as a blocker, or a status of an earlier run: history
+                if _STATE_TO_PHASE.get(status.state) == JobPhase(phase) and phase != JobPhase.STOPPING.value:
+                    new_reason, new_code, new_args = status_reason(status, ids)
+                    if ((reason, code, args or {}) != (new_reason, new_code, new_args)
+                            or list(status.devices) != devices):
+                        updates.append({"b_id": job_id, "b_reason": new_reason, "b_code": new_code,
+                                        "b_args": new_args, "b_devices": list(status.devices)})
                 else:
                     others.append(uid)
             if updates:
@@ -84,52 +110,113 @@ class Reconciler:
             if others:
                 self.moved = True
                 for job in s.exec(select(Job).where(Job.uid.in_(others))).all():
-                    self._apply_one(s, job, latest[job.uid])
+                    self._apply_one(s, job, latest[job.uid], ids)
 
-    @staticmethod
-    def _apply_one(s, job: Job, status: WorkloadStatus) -> None:
+    def _apply_one(self, s, job: Job, status: WorkloadStatus, ids: dict[str, int]) -> None:
         phase = _STATE_TO_PHASE.get(status.state)
         current = JobPhase(job.phase)
-        if phase is None:
-            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="BackendState",
-                           message=f"backend reports state '{status.state}' ({status.reason}): {status.message}"))
+        if phase is None:  # a state Crater does not know: kept verbatim in the event
+            s.execute(EVENTS.insert(), event_row(job.id, job.phase, "BackendState", "job.backend_state", {
+                "state": status.state, "reason": status.reason, "message": status.message}))
             return
+        reason, code, args = status_reason(status, ids)
         if phase == current:
-            if job.reason != status.message or list(status.devices) != job.devices:
-                job.reason = status.message
+            if current == JobPhase.STOPPING and job.reason_code in _CRATER_STOPS:
+                reason, code, args = job.reason, job.reason_code, job.reason_args  # Crater's own reason stays
+            if (job.reason, job.reason_code, job.reason_args) != (reason, code, args) or \
+                    list(status.devices) != job.devices:
+                job.reason, job.reason_code, job.reason_args = reason, code, args
                 job.devices = list(status.devices)
                 s.add(job)
             return
         if current.terminal:
             return
-        if current == JobPhase.QUEUED and phase.terminal and status.started_at is not None:
+        if current == JobPhase.STOPPING and phase in (JobPhase.QUEUED, JobPhase.RUNNING):
+            # Crater asked for the stop; the backend has not acted on it yet (it may have started the job meanwhile).
+            if phase == JobPhase.RUNNING and status.started_at is not None:
+                self._started(job, status)
+            job.devices = list(status.devices)
+            s.add(job)
+            return
+        if current in (JobPhase.QUEUED, JobPhase.STOPPING) and phase.terminal and status.started_at is not None \
+                and (job.started_at is None or job.finished_at is not None):
             # Started and finished between two syncs: record the Running step too.
-            s.add(JobEvent(job_id=job.id, at=status.started_at, phase=JobPhase.RUNNING.value, reason="Started",
-                           message=f"started with devices {list(status.devices)}"))
-            current = JobPhase.RUNNING
+            s.execute(EVENTS.insert(), event_row(job.id, JobPhase.RUNNING.value, "Started", "job.started", {
+                "devices": ",".join(map(str, status.devices))}, at=status.started_at))
+            self._started(job, status)
+            current = JobPhase.RUNNING if current == JobPhase.QUEUED else current
         if not can_transition(current, phase):
-            s.add(JobEvent(job_id=job.id, phase=job.phase, reason="IgnoredTransition",
-                           message=f"backend moved {current.value} -> {phase.value}, which Crater does not allow"))
+            s.execute(EVENTS.insert(), event_row(job.id, job.phase, "IgnoredTransition", "job.ignored_transition", {
+                "current": current.value, "target": phase.value}))
             return
         if phase == JobPhase.CANCELLED and job.reason_code == admission.PREEMPTED:
-            # Stopped by a preemption (services.admission): it failed for a reason that is not its owner's doing.
-            message = admission.preempted_final_message(job.reason_args or {})
-            status = replace(status, state="Failed", reason="Preempted", message=message)
-            phase = JobPhase.FAILED
+            self._preempted(s, job, status)
+            return
+        if phase == JobPhase.RUNNING:
+            self._started(job, status)
         job.phase = phase.value
-        job.reason = status.message
+        job.reason, job.reason_code, job.reason_args = reason, code, args
         job.devices = list(status.devices)
         job.exit_code = status.exit_code
-        job.started_at = job.started_at or status.started_at
+        job.exit_signal = status.exit_signal
         if phase.terminal:
+            job.started_at = job.started_at or status.started_at
             job.finished_at = status.finished_at or utcnow()
         s.add(job)
         at = status.started_at if phase == JobPhase.RUNNING else job.finished_at
-        s.add(JobEvent(job_id=job.id, at=at or utcnow(), phase=phase.value, reason=status.reason, message=status.message))
+        s.execute(EVENTS.insert(), event_row(job.id, phase.value, status.reason, code, args, at=at or utcnow(),
+                                             message=reason))
+
+    @staticmethod
+    def _started(job: Job, status: WorkloadStatus) -> None:
+        """The job's current run started at ``status.started_at``. A later attempt's start moves ``started_at``
+        (the run's bound counts from it) and clears the previous run's end; billing keeps what the previous run
+        has not been charged for yet (``charged_until`` moves with it, so that the wait in between is free)."""
+        start = status.started_at
+        if start is None:
+            return
+        previous_end = job.finished_at if job.attempt > 1 else None
+        if previous_end is not None:
+            charged = job.charged_until or job.started_at
+            unsettled = previous_end - charged if charged is not None and charged < previous_end else None
+            job.charged_until = start - unsettled if unsettled is not None else start
+            job.finished_at = None
+        if job.started_at is None or previous_end is not None:
+            job.started_at = start
+
+    def _preempted(self, s, job: Job, status: WorkloadStatus) -> None:
+        """A job stopped by a preemption has stopped: back to Crater's queue for its next attempt (``Held``,
+        ``attempt`` + 1, event ``Requeued``; Kueue requeues an evicted Workload, Volcano restarts a Job on
+        ``PodEvicted``), or ``Failed`` with reason ``Preempted`` when ``requeue_on_preemption`` is off or
+        ``settings.max_attempts`` runs are used."""
+        code, args = job_reasons.after_preemption(job.reason_args or {}, job.attempt, job.requeue_on_preemption,
+                                                  self.ctx.settings.max_attempts)
+        now = utcnow()
+        job.devices = []
+        job.exit_code = status.exit_code
+        job.exit_signal = status.exit_signal
+        job.finished_at = status.finished_at or now
+        job.reason, job.reason_code, job.reason_args = job_reasons.english(code, args), code, args
+        if code == "requeued":
+            job.phase = JobPhase.HELD.value
+            job.attempt = args["attempt"]
+            job.admitted_at = None
+            job.stop_requested_at = None
+            s.add(job)
+            s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Requeued", f"hold.{code}", args, at=now,
+                                                 message=job.reason))
+            admission.nudge(self.ctx)
+            return
+        job.phase = JobPhase.FAILED.value
+        job.started_at = job.started_at or status.started_at
+        s.add(job)
+        s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Preempted", f"hold.{code}", args,
+                                             at=job.finished_at, message=job.reason))
 
     def repair(self, adopted_by: str | None = None) -> int:
-        """Fix jobs the backend does not know: a Queued one (crash between commit and create) is created
-        again with the same uid; a Running one is marked Failed with the reason. Returns how many.
+        """Fix jobs the backend does not know (or knows only from an earlier attempt): a Queued one (crash between
+        commit and create) is created again with the same uid and attempt; a Running one is marked Failed, a
+        Stopping one Cancelled, with the reason. Returns how many.
 
         With ``adopted_by`` (the new leader, after a restart or a change of leader), every job still running
         gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it.
@@ -143,21 +230,23 @@ class Reconciler:
             ).all()
             for job, project, user in rows:
                 status = self.ctx.backend.status(job.uid)
-                if status is not None:
+                if status is not None and status.attempt >= job.attempt:
                     if adopted_by and job.phase == JobPhase.RUNNING.value and status.state == "Running":
-                        s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Adopted", message=(
-                            f"still running after Crater restarted; re-adopted by {adopted_by}")))
+                        s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Adopted", "job.adopted",
+                                                             {"holder": adopted_by}))
                     continue
                 fixed += 1
                 if job.phase == JobPhase.QUEUED.value:
                     self.ctx.backend.create(workload_of(job, project, user))
-                    s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Resubmitted",
-                                   message="the backend did not know this job; it was handed to it again"))
-                else:
-                    job.phase, job.reason, job.finished_at = JobPhase.FAILED.value, "the backend lost this job", utcnow()
-                    s.add(job)
-                    s.add(JobEvent(job_id=job.id, phase=job.phase, reason="Lost",
-                                   message="the backend has no record of this running job"))
+                    s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Resubmitted", "job.resubmitted"))
+                    continue
+                lost = "job.lost" if job.phase == JobPhase.RUNNING.value else "job.lost_stopping"
+                job.phase = JobPhase.FAILED.value if lost == "job.lost" else JobPhase.CANCELLED.value
+                job.reason, job.reason_code, job.reason_args = job_reasons.english(lost, {}), lost, {}
+                job.finished_at = utcnow()
+                s.add(job)
+                s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Lost",
+                                                     "job.lost_record" if lost == "job.lost" else lost))
         return fixed
 
 
@@ -186,7 +275,7 @@ class LeaderLoop:
         self.ctx = ctx
         self.holder = holder_id()
         self.reconciler = Reconciler(ctx)
-        self.admission = admission.AdmissionLoop(ctx)
+        self.admission = AdmissionLoop(ctx)
         self.leader = False
         self._stop = threading.Event()
         self._stats_at = -1e18
@@ -219,10 +308,10 @@ class LeaderLoop:
         billing.charge_if_due(self.ctx)  # at most every settings.billing_charge_interval_s; nothing when billing is off
         self.admit()
 
-    def admit(self) -> admission.RoundResult:
-        """The admission pass (``services.admission.AdmissionLoop``): cheap when nothing is held. Admitted jobs go
-        to the backend; preemption victims are cancelled with the reason (the reconciler then marks them
-        ``Failed``, reason ``Preempted``)."""
+    def admit(self) -> RoundResult:
+        """The admission pass (``services.admission_loop.AdmissionLoop``): cheap when nothing is held. Admitted jobs
+        go to the backend; preemption victims (``Stopping`` already) are stopped with the reason (the reconciler
+        then requeues them, or marks them ``Failed``, reason ``Preempted``)."""
         moved, self.reconciler.moved = self.reconciler.moved, False
         result = self.admission.step(moved)
         if result.admitted:

@@ -19,7 +19,7 @@ from crater_app.state.forms import COMMAND_MODES, JOB_KINDS, FormError, build_sp
 
 # A child of Reflex's logger, so that `reflex run --loglevel debug` shows the live-refresh lifecycle.
 log = logging.getLogger("reflex.crater.console")
-PHASES = ("Held", "Queued", "Running", "Succeeded", "Failed", "Cancelled")
+PHASES = ("Held", "Queued", "Running", "Stopping", "Succeeded", "Failed", "Cancelled")
 ALL = "all"
 #: the most pages a ``?page=`` query may ask for (larger numbers show the last page)
 MAX_PAGE = 1_000_000

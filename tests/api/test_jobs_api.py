@@ -89,7 +89,12 @@ def test_cancel_over_http(api):
     loop = LeaderLoop(api.world.ctx)
     drive_until(loop, created["id"], "Running")
     r = api.client.delete(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice"))
-    assert r.status_code == 202 and r.json()["id"] == created["id"]
+    assert r.status_code == 202 and r.json()["id"] == created["id"], r.text
+    body = r.json()
+    assert body["phase"] == "Stopping" and body["stop_requested_at"] and body["reason_code"] == "job.stopping_cancelled"
+    assert body["reason"] == "stopping: cancelled by alice"
+    again = api.client.delete(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice"))
+    assert again.status_code == 202 and again.json()["stop_requested_at"] == body["stop_requested_at"]
     drive_until(loop, created["id"], "Cancelled")
     assert api.client.get(f"/api/v1/jobs/{created['id']}", headers=api.auth("alice")).json()["phase"] == "Cancelled"
 

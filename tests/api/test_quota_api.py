@@ -129,11 +129,12 @@ def test_why_is_my_job_waiting_in_both_languages(lab):
     body = r.json()
     assert body["phase"] == "Held" and body["reason_code"] == "quota"
     assert body["reason"].startswith("Held by the quota of project lab: its capability is 1 × nvidia.com/gpu")
-    assert body["reason_args"]["used"] == "1 × nvidia.com/gpu" and body["reason_args"]["position"] == 1
+    assert body["reason_args"]["used"] == {GPU: 1} and body["reason_args"]["position"] == 1
     zh = c.get(f"/api/v1/jobs/{held['id']}", headers={**lab.auth("bob"), "Accept-Language": "zh-CN,zh;q=0.9,en;q=0.5"})
     assert zh.json()["reason"] == (
         "受项目 lab 的配额限制而挂起：其上限为 1 × nvidia.com/gpu，1 位用户的 1 个作业正在使用 1 × nvidia.com/gpu，"
-        "本作业申请 1 × nvidia.com/gpu。在该项目的等待队列中排第 1 位（共 1 个）。")
+        "本作业申请 1 × nvidia.com/gpu。在该项目的等待队列中排第 1 位（共 1 个）。无法估计启动时间：它所等待的作业未设置 "
+        "max_runtime。")
     assert zh.json()["reason_code"] == "quota"
     page = c.get("/api/v1/jobs?phase=Held", headers={**lab.auth("bob"), "Accept-Language": "zh"}).json()
     assert [j["name"] for j in page["items"]] == ["second"] and page["items"][0]["reason"].startswith("受项目 lab")

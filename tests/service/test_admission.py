@@ -51,13 +51,15 @@ def test_held_with_a_sentence_then_admitted_when_a_job_finishes(lab):
     world, fake = lab
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
     first = jobs.submit_job(ctx, world.alice, _job("first", 2, ["sleep", "0.3"]))
-    assert first.phase == "Queued" and first.admitted_at is not None and first.reason_code == ""
+    assert first.phase == "Queued" and first.admitted_at is not None and first.reason_code == "placement.pending"
+    assert first.reason == "waiting for placement"
     second = jobs.submit_job(ctx, world.bob, _job("second", 1, ["sleep", "0.1"]))
     assert second.phase == "Held" and second.reason_code == "quota" and second.admitted_at is None
     assert second.reason == (
         "Held by the quota of project lab: its capability is 2 × nvidia.com/gpu, 2 × nvidia.com/gpu in use by 1 job "
-        "of 1 user, and this job asks for 1 × nvidia.com/gpu. Position 1 of 1 held in project lab.")
-    assert second.reason_args["limit"] == "2 × nvidia.com/gpu" and second.reason_args["position"] == 1
+        "of 1 user, and this job asks for 1 × nvidia.com/gpu. Position 1 of 1 held in the project. No estimate of "
+        "its start: the jobs it waits for set no max_runtime.")
+    assert second.reason_args["limit"] == {GPU: 2} and second.reason_args["position"] == 1
     assert fake.status(second.uid) is None, "a held job is not given to the backend"
     assert [e.reason for e in events(ctx, second.id)][-1] == "Held"
     third = jobs.submit_job(ctx, world.alice, _job("third", 1, ["sleep", "0.1"]))
@@ -89,7 +91,7 @@ def test_hold_sentences_follow_the_queue_and_only_change_when_needed(lab):
     assert job_row(ctx, held[1].id).phase == "Running"  # 1 + 1 of 2
     last = job_row(ctx, held[2].id)  # its position changed: its sentence is rewritten, with the queue's length
     assert (last.reason_args["position"], last.reason_args["held"]) == (1, 1)
-    assert last.reason.endswith("Position 1 of 1 held in project lab.")
+    assert "Position 1 of 1 held in the project." in last.reason
 
 
 def test_never_admissible_is_refused_with_the_numbers_and_nothing_is_written(lab):
@@ -101,6 +103,7 @@ def test_never_admissible_is_refused_with_the_numbers_and_nothing_is_written(lab
     assert err.value.http_status == 422 and err.value.kind == "never_admissible"
     assert err.value.field == f"resources.{GPU}"
     assert "4 × nvidia.com/gpu" in err.value.message and "at most 2 × nvidia.com/gpu" in err.value.message
+    assert err.value.code == "admission.over_capability" and err.value.params["limit"] == {GPU: 2}
     # Over the member's share (set by the project's admin path) and over the user's limits.
     projects.set_member(ctx, world.admin, "lab", "alice", None, share={GPU: 1})
     before = counts(ctx)
@@ -159,12 +162,12 @@ def test_a_job_above_the_approval_threshold_waits_for_approval_and_is_never_admi
     big = jobs.submit_job(ctx, world.alice, spec("big", ["sleep", "60"], resources={GPU: 10}))
     assert big.phase == "Held" and big.reason_code == "approval"
     assert big.reason_args["requested"] == 10 and big.reason_args["threshold"] == 8
-    assert "waiting for approval" in big.reason
+    assert "waiting for approval" in big.reason.lower()
     with ctx.session() as s:
         approval = s.exec(select(Approval).where(Approval.job_id == big.id)).one()
         op = s.exec(select(OperationLog).where(OperationLog.action == "job:create")).one()
     assert (approval.kind, approval.status, approval.requester_id) == ("large_job", "pending", world.alice.user_id)
-    assert "held (approval)" in op.details
+    assert "held (approval)" in op.details and op.code == "job.created_held"
     for _ in range(5):
         loop.step()
     assert job_row(ctx, big.id).phase == "Held" and fake.status(big.uid) is None
@@ -228,10 +231,11 @@ def test_preemption_reclaims_for_a_project_below_its_deserved_share(make_ctx):
         quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 2}})
     alice, bob = _actor(world, "alice"), _actor(world, "bob")
     loop = LeaderLoop(ctx)
-    # team-b borrows the idle machine with preemptible jobs (Crater's backfill).
+    # team-b borrows the idle machine with preemptible jobs; the last one asks not to be requeued.
     borrowed = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
-                                               preemptible=True)) for i in range(4)]
+                                               preemptible=True, requeue_on_preemption=i != 3)) for i in range(4)]
     assert {j.phase for j in borrowed} == {"Queued"}
+    assert [j.requeue_on_preemption for j in borrowed] == [True, True, True, False]
     for j in borrowed:
         drive_until(loop, j.id, "Running")
     # team-a, below its deserved share, asks for 2: the two most recent backfill jobs of team-b are preempted.
@@ -239,21 +243,53 @@ def test_preemption_reclaims_for_a_project_below_its_deserved_share(make_ctx):
     assert want.phase == "Held" and want.reason_code == "reclaim" and "team-b" in want.reason
     row = drive_until(loop, want.id, "Running", timeout=10)
     assert row.reason_code == ""
-    victims = [j for j in borrowed if job_row(ctx, j.id).phase == "Failed"]
-    assert sorted(j.name for j in victims) == ["fill-2", "fill-3"]
-    for victim in victims:
-        vrow = job_row(ctx, victim.id)
-        assert vrow.reason_code == "preempted" and "team-a" in vrow.reason
-        reasons = [(e.reason, e.message) for e in events(ctx, victim.id)]
-        assert any(r == "Preempted" and f"#{want.id}" in m and "team-a" in m for r, m in reasons), reasons
-        assert reasons[-1][0] == "Preempted" and reasons[-1][1].startswith("preempted: project 'team-a'")
+    requeued, failed = job_row(ctx, borrowed[2].id), job_row(ctx, borrowed[3].id)
+    # fill-2 is back in Crater's queue for its second attempt, keeping its id; fill-3 asked not to be: Failed.
+    assert (requeued.phase, requeued.attempt, requeued.devices) == ("Held", 2, [])
+    assert requeued.finished_at is not None, "the end of its first run"
+    assert (failed.phase, failed.attempt, failed.reason_code) == ("Failed", 1, "preempted_final")
+    assert "team-a" in failed.reason and "requeue_on_preemption is off" in failed.reason
+    for victim in (requeued, failed):
+        reasons = [(e.phase, e.reason, e.message) for e in events(ctx, victim.id)]
+        assert any(r == "Preempted" and p == "Stopping" and f"#{want.id}" in m and "team-a" in m
+                   for p, r, m in reasons), reasons
+    last = events(ctx, requeued.id)[-1]
+    assert (last.phase, last.reason, last.code, last.args["attempt"]) == ("Held", "Requeued", "hold.requeued", 2)
+    assert events(ctx, failed.id)[-1].reason == "Preempted" and events(ctx, failed.id)[-1].phase == "Failed"
     mine = [(e.reason, e.message) for e in events(ctx, want.id)]
     assert sum(1 for r, _ in mine if r == "Reclaiming") == 2 and any(r == "Admitted" for r, _ in mine)
     assert all("team-b" in m for r, m in mine if r == "Reclaiming")
     with ctx.session() as s:
         ops = s.exec(select(OperationLog).where(OperationLog.action == "job:preempt")).all()
-    assert len(ops) == 2 and all(o.actor == "system" for o in ops)
+    assert len(ops) == 2 and all(o.actor == "system" for o in ops) and ops[0].code == "job.preempted_for"
     assert [job_row(ctx, j.id).phase for j in borrowed[:2]] == ["Running", "Running"]
+    # When team-a's job ends there is room again: fill-2 runs its second attempt under the same id and uid.
+    jobs.cancel_job(ctx, alice, want.id)
+    again = drive_until(loop, requeued.id, "Running", timeout=10)
+    assert again.attempt == 2 and again.uid == requeued.uid and again.started_at > requeued.finished_at
+    assert again.finished_at is None and fake.status(again.uid).attempt == 2
+
+
+def test_preempted_jobs_end_failed_after_their_last_attempt(make_ctx):
+    fake = FakeBackend(gpu_devices(2))
+    world = populate(make_ctx(backend=fake))
+    ctx, admin = world.ctx, world.admin
+    ctx.settings.max_attempts = 1
+    for name, user in (("team-a", "alice"), ("team-b", "bob")):
+        projects.create_project(ctx, admin, name)
+        projects.set_member(ctx, admin, name, user, "member")
+        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
+    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    loop = LeaderLoop(ctx)
+    fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
+                                            preemptible=True)) for i in range(2)]
+    for j in fills:
+        drive_until(loop, j.id, "Running")
+    want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 1}))
+    drive_until(loop, want.id, "Running")
+    victim = job_row(ctx, fills[1].id)
+    assert (victim.phase, victim.reason_code, victim.attempt) == ("Failed", "preempted_exhausted", 1)
+    assert "all 1 attempts" in victim.reason
 
 
 def test_non_preemptible_jobs_are_never_stopped(make_ctx):

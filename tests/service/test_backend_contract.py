@@ -4,6 +4,7 @@ in-memory fake the service tests use as a boundary mock (so the fake cannot drif
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -103,7 +104,51 @@ def test_gang_placement_waits_with_the_shortfall(backend):
     backend.tick()
     st = backend.status(b.uid)
     assert st.state == "Pending" and st.devices == ()
-    assert st.message == "waiting for 3 × nvidia.com/gpu; 2 free"
+    assert st.message == "waiting for 3 × nvidia.com/gpu; 2 × nvidia.com/gpu free; no estimate of its start"
+    assert (st.code, st.args) == ("placement.waiting_unbounded", {
+        "request": {"nvidia.com/gpu": 3}, "free": {"nvidia.com/gpu": 2}, "expected_at": None})
+
+
+def test_backfill_a_bounded_job_uses_an_idle_device_ahead_of_a_blocked_one(backend):
+    running = workload("sleep 30", gpus=3, max_runtime=600)
+    backend.create(running)
+    until_state(backend, running.uid, {"Running"})
+    head = workload("sleep 30", gpus=4, at=1)
+    short = workload("sleep 30", gpus=1, at=2, max_runtime=60)
+    unbounded = workload("sleep 30", gpus=1, at=3)
+    for w in (head, short, unbounded):
+        backend.create(w)
+    until_state(backend, short.uid, {"Running"})
+    backend.tick()
+    st = backend.status(head.uid)
+    assert st.state == "Pending" and st.code == "placement.waiting" and st.args["expected_at"]
+    assert 9 * 60 <= st.args["wait"] <= 10 * 60, "the running job's bound: within 10 minutes"
+    st = backend.status(unbounded.uid)
+    assert (st.state, st.code) == ("Pending", "placement.queued")
+    assert st.args["blocker"] == head.uid and st.args["position"] == 2
+
+
+def test_a_finished_uid_runs_again_for_its_next_attempt(backend):
+    w = workload("echo run; sleep 30")
+    backend.create(w)
+    until_state(backend, w.uid, {"Running"})
+    backend.create(replace(w, attempt=2))  # not final yet: nothing happens
+    assert backend.status(w.uid).attempt == 1
+    backend.cancel(w.uid, "preempted")
+    first = until_state(backend, w.uid, {"Cancelled"})
+    assert first.attempt == 1
+    again = replace(w, attempt=2, command=("sh", "-c", "echo again"))
+    backend.create(again)
+    st = backend.status(w.uid)
+    assert (st.state, st.attempt, st.exit_code, st.started_at, st.finished_at) == ("Pending", 2, None, None, None)
+    assert st.rev > first.rev
+    done = until_state(backend, w.uid, {"Succeeded"})
+    assert done.attempt == 2 and done.exit_code == 0
+    backend.create(again)  # the same attempt again: idempotent
+    backend.create(w)  # an earlier one: ignored
+    assert backend.status(w.uid) == done
+    logs = wait_for(lambda: "again" in backend.read_logs(w.uid) and backend.read_logs(w.uid), 5)
+    assert "again" in logs
 
 
 def test_priority_first(backend):

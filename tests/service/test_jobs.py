@@ -140,11 +140,11 @@ def test_cancel_a_queued_job(world):
     queued = jobs.submit_job(ctx, world.alice, spec("queued", ["sh", "-c", "echo never"], resources={"nvidia.com/gpu": 1}))
     loop.step()
     assert job_row(ctx, queued.id).phase == "Queued"
-    jobs.cancel_job(ctx, world.alice, queued.id)
+    assert jobs.cancel_job(ctx, world.alice, queued.id).phase == "Stopping"
     row = drive_until(loop, queued.id, "Cancelled")
     assert row.started_at is None and row.finished_at is not None and row.exit_code is None
     assert jobs.job_logs(ctx, world.alice, queued.id) == ""
-    assert phases_in_order(events(ctx, queued.id)) == ["Queued", "Cancelled"]
+    assert phases_in_order(events(ctx, queued.id)) == ["Queued", "Stopping", "Cancelled"]
     assert job_row(ctx, blocker.id).phase == "Running"
 
 
@@ -193,8 +193,11 @@ def test_queued_job_says_what_it_waits_for_then_starts(world):
     drive_until(loop, big.id, "Running")
     waiting = jobs.submit_job(ctx, world.bob, spec("waiting", ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES"],
                                                     resources={"nvidia.com/gpu": 2}))
-    wait_for(lambda: job_row(ctx, waiting.id).reason == "waiting for 2 × nvidia.com/gpu; 1 free", 5, step=loop.step,
+    wait_for(lambda: job_row(ctx, waiting.id).reason_code == "placement.waiting_unbounded", 5, step=loop.step,
              what="the waiting reason")
+    row = job_row(ctx, waiting.id)
+    assert row.reason == "waiting for 2 × nvidia.com/gpu; 1 × nvidia.com/gpu free; no estimate of its start"
+    assert row.reason_args == {"request": {"nvidia.com/gpu": 2}, "free": {"nvidia.com/gpu": 1}, "expected_at": None}
     assert job_row(ctx, waiting.id).phase == "Queued"
     jobs.cancel_job(ctx, world.alice, big.id)
     row = drive_until(loop, waiting.id, "Succeeded")

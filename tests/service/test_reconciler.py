@@ -93,8 +93,10 @@ def test_waiting_reason_follows_the_backend(fake_world):
     drive_until(loop, blocker.id, "Running")
     waiting = jobs.submit_job(ctx, world.bob, spec("waiting", ["sleep", "60"], resources={"nvidia.com/gpu": 1}))
     loop.step()
-    assert job_row(ctx, waiting.id).reason == "waiting for 1 × nvidia.com/gpu; 0 free"
-    assert jobs.get_job(ctx, world.bob, waiting.id).reason == "waiting for 1 × nvidia.com/gpu; 0 free"
+    text = "waiting for 1 × nvidia.com/gpu; 0 × nvidia.com/gpu free; no estimate of its start"
+    row = job_row(ctx, waiting.id)
+    assert (row.reason, row.reason_code) == (text, "placement.waiting_unbounded")
+    assert jobs.get_job(ctx, world.bob, waiting.id).reason == text
 
 
 def test_sync_reads_every_change_in_batches_and_ignores_strangers(fake_world):

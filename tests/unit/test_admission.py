@@ -35,7 +35,8 @@ def test_fits_some_day():
 
 def test_over_capability():
     refusal = never_admissible(job(1, gpus=7), QUOTAS[1], {}, UserLimits(), None)
-    assert refusal == Refusal("resources.nvidia.com/gpu", refusal.sentence)
+    assert refusal == Refusal("resources.nvidia.com/gpu", "admission.over_capability",
+                              {"project": "vision", "request": {GPU: 7}, "limit": {GPU: 6}})
     assert "7 × nvidia.com/gpu" in refusal.sentence and "6 × nvidia.com/gpu" in refusal.sentence
     assert "vision" in refusal.sentence
 
@@ -51,7 +52,8 @@ def test_over_model_capability_names_the_resource_field():
 def test_over_member_share():
     refusal = never_admissible(job(1, usage={"memory": 64 * GiB}), QUOTAS[1], {"memory": 32 * GiB}, UserLimits(), None)
     assert refusal.field == "resources.memory"
-    assert "64.0 GiB" in refusal.sentence and "32.0 GiB" in refusal.sentence and "share" in refusal.sentence
+    assert "64 GiB" in refusal.sentence and "32 GiB" in refusal.sentence and "share" in refusal.sentence
+    assert refusal.args["limit"] == {"memory": 32 * GiB}
 
 
 def test_over_accelerators_per_job_counts_all_accelerator_names_once():
@@ -59,6 +61,7 @@ def test_over_accelerators_per_job_counts_all_accelerator_names_once():
     refusal = never_admissible(job(1, usage=usage), QUOTAS[1], {}, UserLimits(max_accelerators_per_job=2), None)
     assert refusal.field == "resources.huawei.com/Ascend910"
     assert "3 accelerators" in refusal.sentence and "limit is 2" in refusal.sentence
+    assert refusal.args == {"request": 3, "limit": 2}
     assert never_admissible(job(1, usage={GPU: 2, A100: 2}), QUOTAS[1], {}, UserLimits(max_accelerators_per_job=2),
                             None) is None
 
@@ -66,7 +69,7 @@ def test_over_accelerators_per_job_counts_all_accelerator_names_once():
 def test_over_max_runtime():
     refusal = never_admissible(job(1), QUOTAS[1], {}, UserLimits(max_runtime_s=86400), 2 * 86400 + 3600)
     assert refusal.field == "max_runtime"
-    assert "2d1h" in refusal.sentence and "1d" in refusal.sentence and "176400 s" in refusal.sentence
+    assert "2d 1h" in refusal.sentence and "1d" in refusal.sentence and "176400 s" in refusal.sentence
     assert never_admissible(job(1), QUOTAS[1], {}, UserLimits(max_runtime_s=86400), 86400) is None
     assert never_admissible(job(1), QUOTAS[1], {}, UserLimits(max_runtime_s=86400), None) is None
 
@@ -86,15 +89,19 @@ def test_quota_hold_names_limit_usage_jobs_users_and_position():
     hold = plan.hold["h1"]
     assert hold.code == "quota"
     assert hold.args | {} == {
-        "project": "vision", "position": 1, "held": 2, "resource": GPU, "limit": "6 × nvidia.com/gpu",
-        "used": "5 × nvidia.com/gpu", "request": "2 × nvidia.com/gpu", "jobs": 3, "users": 2}
+        "project": "vision", "position": 1, "held": 2, "resource": GPU, "limit": {GPU: 6}, "used": {GPU: 5},
+        "request": {GPU: 2}, "jobs": 3, "users": 2, "expected_at": None}
     assert hold.sentence == (
         "Held by the quota of project vision: its capability is 6 × nvidia.com/gpu, 5 × nvidia.com/gpu in use by "
-        "3 jobs of 2 users, and this job asks for 2 × nvidia.com/gpu. Position 1 of 2 held in project vision.")
+        "3 jobs of 2 users, and this job asks for 2 × nvidia.com/gpu. Position 1 of 2 held in the project. No "
+        "estimate of its start: the jobs it waits for set no max_runtime.")
     # h2 would fit the capability (5 + 1 <= 6) but the project's queue is strict.
     assert plan.hold["h2"].code == "queue"
-    assert plan.hold["h2"].args == {"project": "vision", "position": 2, "held": 2, "ahead": 1, "blocker": "quota"}
-    assert "position 2 of 2" in plan.hold["h2"].sentence
+    assert plan.hold["h2"].args == {"project": "vision", "position": 2, "held": 2, "ahead": 1, "blocker": "quota",
+                                    "blocker_id": "h1", "blocker_request": {GPU: 2}, "expected_at": None}
+    assert plan.hold["h2"].sentence.startswith(
+        "Position 2 of 2 in the queue of project vision: behind job #h1 (2 × nvidia.com/gpu), held by the project "
+        "quota;")
     assert plan.admit == []
 
 
@@ -106,7 +113,7 @@ def test_share_hold_counts_only_the_members_jobs():
     hold = plan.hold["h1"]
     assert hold.code == "share"
     assert (hold.args["limit"], hold.args["used"], hold.args["jobs"], hold.args["users"]) == (
-        "2 × nvidia.com/gpu", "2 × nvidia.com/gpu", 2, 1)
+        {GPU: 2}, {GPU: 2}, 2, 1)
     assert "your share in project vision: 2 × nvidia.com/gpu" in hold.sentence
     assert "2 jobs of yours" in hold.sentence and "Position 1 of 2" in hold.sentence
     # A member's own limit does not block the other members of the project.
@@ -128,6 +135,7 @@ def test_sessions_hold_counts_interactive_jobs_of_the_user_in_all_projects():
 def test_approval_hold_never_admits():
     plan = decide([job("big", gpus=1, approval_pending=True), job("next", minute=1)], QUOTAS, {}, {}, CAPACITY)
     assert plan.hold["big"].code == "approval"
+    assert plan.hold["big"].args["requested"] == 1
     assert "approval" in plan.hold["big"].sentence and "Position 1 of 2" in plan.hold["big"].sentence
     assert plan.admit == ["next"]
 
@@ -142,13 +150,12 @@ def test_capacity_hold_gives_machine_numbers_and_reserved_guarantees():
     hold = plan.hold["h1"]
     assert hold.code == "capacity"
     assert hold.args | {} == {
-        "project": "vision", "position": 1, "held": 1, "resource": GPU, "limit": "8 × nvidia.com/gpu",
-        "used": "5 × nvidia.com/gpu", "reserved": "2 × nvidia.com/gpu", "request": "2 × nvidia.com/gpu",
-        "jobs": 3, "users": 3}
+        "project": "vision", "position": 1, "held": 1, "resource": GPU, "limit": {GPU: 8}, "used": {GPU: 5},
+        "reserved": {GPU: 2}, "request": {GPU: 2}, "jobs": 3, "users": 3, "expected_at": None}
     assert hold.sentence == (
         "Waiting for capacity: the machine has 8 × nvidia.com/gpu, 5 × nvidia.com/gpu in use by 3 jobs of 3 users "
         "and 2 × nvidia.com/gpu kept for other projects' guarantees, and this job asks for 2 × nvidia.com/gpu. "
-        "Position 1 of 1 held in project vision.")
+        "Position 1 of 1 held in project vision. No estimate of its start: the jobs it waits for set no max_runtime.")
     # The guarantee's own project may use it.
     plan = decide(demands + [job("g1", project=2, gpus=2, minute=4)], quotas, {}, {}, CAPACITY)
     assert plan.admit == ["g1"]
@@ -169,7 +176,7 @@ def test_fairshare_hold_gives_deserved_and_reclaimable():
     hold = plan.hold["h"]
     assert hold.code == "fairshare" and plan.preempt == []
     assert (hold.args["deserved"], hold.args["project_used"], hold.args["reclaimable"], hold.args["jobs"],
-            hold.args["users"]) == ("4 × nvidia.com/gpu", "0 × nvidia.com/gpu", "2 × nvidia.com/gpu", 8, 2)
+            hold.args["users"]) == ({GPU: 4}, {GPU: 0}, {GPU: 2}, 8, 2)
     assert "only 2 × nvidia.com/gpu can be reclaimed" in hold.sentence
 
 
@@ -181,9 +188,8 @@ def test_preemption_sentence_and_args():
     preemption = plan.preempt[0]
     assert preemption.beneficiary == "h" and preemption.code == "reclaim"
     assert preemption.args == {
-        "project": "speech", "beneficiary_project": "vision", "resource": GPU, "used": "8 × nvidia.com/gpu",
-        "deserved": "2 × nvidia.com/gpu", "beneficiary_used": "0 × nvidia.com/gpu",
-        "beneficiary_deserved": "4 × nvidia.com/gpu"}
+        "project": "speech", "beneficiary_project": "vision", "resource": GPU, "used": {GPU: 8},
+        "deserved": {GPU: 2}, "beneficiary_used": {GPU: 0}, "beneficiary_deserved": {GPU: 4}}
     assert "project vision" in preemption.sentence and "project speech" in preemption.sentence
 
 
@@ -195,12 +201,16 @@ def test_positions_follow_priority_then_age():
         "urgent": ("quota", 1), "old": ("quota", 2), "new": ("quota", 3)}  # their own limit before the queue
 
 
-def test_admission_order_and_no_backfill_inside_a_project():
+def test_admission_order_and_an_unbounded_job_does_not_pass_a_blocked_one():
     demands = [job("big", gpus=8, minute=1), job("small", gpus=1, minute=2), job("other", project=2, minute=3)]
     quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: QUOTAS[2]}
-    plan = decide(demands, quotas, {}, {}, {GPU: 4})
+    plan = decide(demands, quotas, {}, {}, {GPU: 4}, now=T0)
     assert plan.admit == ["other"]
     assert plan.hold["big"].code == "capacity" and plan.hold["small"].code == "queue"
+    assert plan.hold["small"].args["expected_at"] is None, "nothing admitted ends in time for the big one"
+    # A bounded job ends at a known time: it goes first (the big one has no estimate to protect).
+    demands[1] = replace(demands[1], bound_s=600)
+    assert decide(demands, quotas, {}, {}, {GPU: 4}, now=T0).admit == ["small", "other"]
 
 
 def test_projects_without_quota_entries_and_mixed_keys():
@@ -333,7 +343,7 @@ def test_guarantee_is_kept_from_reclaim_victims_too():
     demands += [job("h", project=1, minute=20, gpus=2)]
     plan = decide(demands, quotas, {}, {}, {GPU: 4})
     assert plan.preempt == [] and plan.hold["h"].code == "fairshare"
-    assert plan.hold["h"].args["reclaimable"] == "1 × nvidia.com/gpu"
+    assert plan.hold["h"].args["reclaimable"] == {GPU: 1}
     plan = decide(demands[:-1] + [job("h", project=1, minute=20, gpus=1)], quotas, {}, {}, {GPU: 4})
     assert [p.victim for p in plan.preempt] == ["s2"] and plan.admit == ["h"]
 
@@ -354,7 +364,7 @@ def test_member_usage_follows_admissions_in_the_same_pass():
     plan = decide(demands, QUOTAS, shares, {}, CAPACITY)
     assert plan.admit == ["h1", "h2", "h4"]
     assert plan.hold["h3"].code == "share" and plan.hold["h3"].args["jobs"] == 2
-    assert plan.hold["h5"].code == "share" and plan.hold["h5"].args["used"] == "2 × nvidia.com/gpu"
+    assert plan.hold["h5"].code == "share" and plan.hold["h5"].args["used"] == {GPU: 2}
 
 
 def test_grouped_admitted_demands_count_their_jobs():

@@ -1,7 +1,7 @@
-"""Every event message the admission rules and services write renders in Simplified Chinese (state.messages):
-the hold sentences of ``Held`` events (as domain.admission writes them and as the English ``hold.<code>``
-templates do), ``Admitted``, ``Preempted``, ``Reclaiming``, and a large job's approval hold. The messages come from
-the real builders (domain.admission.decide, services.admission's message functions), not from copies."""
+"""Every event message and reason the admission rules and services write renders in Simplified Chinese from its code
+and arguments: the holds of ``Held`` events and job reasons (as domain.admission decides them), ``Admitted``,
+``Preempted``, ``Reclaiming``, ``Requeued``, a preempted job's final reason and a large job's approval hold. The
+codes and arguments come from the real builders (domain.admission.decide, services.job_reasons), not from copies."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from crater_app import i18n
 from crater_app.domain.admission import Demand, ProjectQuota, UserLimits, decide
-from crater_app.services import admission
+from crater_app.services import job_reasons
+from crater_app.services.job_events import event_text
 from crater_app.state import messages
 
 ZH = "zh-CN"
@@ -34,10 +35,10 @@ def job(key, project=1, user=10, gpus=1, minute=0, admitted=False, **kw) -> Dema
 def holds() -> dict[str, object]:
     """One real hold of each code (and both capacity forms), from domain.admission.decide."""
     out = {}
-    quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 4}, capability={GPU: 2}),
+    quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 4}, capability={GPU: 3}),
               2: ProjectQuota(2, "speech", deserved={GPU: 4})}
-    plan = decide([job("r1", admitted=True), job("r2", user=11, admitted=True), job("h", minute=1),
-                   job("q", minute=2, usage={"cpu": 2000})], quotas, {}, {}, CAPACITY)
+    plan = decide([job("r1", admitted=True), job("r2", user=11, admitted=True, ends_at=T0 + timedelta(minutes=30)),
+                   job("h", gpus=2, minute=1), job("q", minute=2)], quotas, {}, {}, CAPACITY, now=T0)
     out["quota"], out["queue"] = plan.hold["h"], plan.hold["q"]
     plan = decide([job("r1", admitted=True), job("h", minute=1)], {1: ProjectQuota(1, "vision")},
                   {(1, 10): {GPU: 1}}, {}, CAPACITY)
@@ -69,29 +70,24 @@ def preemption():
     return plan.preempt[0]
 
 
-def real_messages() -> list[tuple[str, str]]:
-    """(what, message) for every event message shape of admission: as the services store them."""
+def real_messages() -> list[tuple[str, str, dict]]:
+    """(what, event code, args) for every event and reason shape of admission, as the services write them."""
     found = holds()
     assert {h.code for h in found.values()} == {"quota", "share", "sessions", "approval", "capacity", "fairshare",
                                                  "queue"}
-    assert "kept for other projects' guarantees" in found["capacity_reserved"].sentence
-    assert "kept for" not in found["capacity"].sentence
-    out = [(f"Held/{name}", hold.sentence) for name, hold in found.items()]
-    # The services rewrite a sentence from the English template when the plan saw only the head of the queue.
-    for name, hold in found.items():
-        if hold.code == "approval":  # kept as it is (services.admission: ``if hold.code != APPROVAL``)
-            continue
-        args = dict(hold.args) | {"position": 17, "held": 40}
-        out.append((f"Held/{name}/template", admission._format("en", f"hold.{hold.code}", args, "")))
+    out = [(f"Held/{name}", f"hold.{hold.code}", dict(hold.args)) for name, hold in found.items()]
     p = preemption()
-    reclaim_args = dict(p.args)
-    out.append(("Held/reclaim", admission._format("en", "hold.reclaim", reclaim_args, "")))
-    out.append(("Held/approval_threshold", admission.approval_hold(16, 8).sentence))
-    out.append(("Admitted", admission.ADMITTED_MESSAGE))
-    out.append(("Preempted", admission.preempted_message(42, "train-big", "vision", p.sentence)))
-    out.append(("Reclaiming", admission.reclaiming_message("vision", 7, "sweep-3", "speech")))
-    out.append(("Preempted/final", admission.preempted_final_message({"beneficiary_project": "vision",
-                                                                      "beneficiary_id": 42})))
+    victim = job_reasons.preempted_args(dict(p.args), 42, "train-big", "vision", 1)
+    out.append(("Held/reclaim", "hold.reclaim", dict(p.args)))
+    out.append(("Held/approval_threshold", "hold.approval", job_reasons.approval_hold(16, 8).args))
+    out.append(("Admitted", "job.admitted", {}))
+    out.append(("Preempted", "job.preempted_for", victim))
+    out.append(("Preempted/reason", "hold.preempted", victim))
+    out.append(("Reclaiming", "job.reclaiming", {"project": "vision", "victim_id": 7, "victim": "sweep-3",
+                                                 "victim_project": "speech"}))
+    for requeue, attempt in ((True, 1), (False, 1), (True, 5)):
+        code, args = job_reasons.after_preemption(victim, attempt, requeue, 5)
+        out.append((f"Preempted/{code}", f"hold.{code}", args))
     return out
 
 
@@ -108,24 +104,23 @@ def assert_chinese(what: str, english: str, zh: str, keep: tuple[str, ...] = ())
     assert not left, f"{what}: English left in {zh!r}: {left}"
 
 
-@pytest.mark.parametrize(("what", "english"), real_messages(), ids=lambda v: v if "/" in v or v.isalpha() else "")
-def test_admission_event_messages_render_in_chinese(what, english):
-    zh = messages.message_text(ZH, english)
-    assert_chinese(what, english, zh)
+@pytest.mark.parametrize(("what", "code", "args"), real_messages(), ids=lambda v: v if isinstance(v, str) else "")
+def test_admission_event_messages_render_in_chinese(what, code, args):
+    english = event_text("en", code, args, "")
+    zh = event_text(ZH, code, args, "")
+    assert english and english != code, f"{what}: no English template"
+    assert_chinese(what, english, zh, keep=("max_runtime", "requeue_on_preemption"))
     assert "{" not in zh and "None" not in zh
-    assert messages.message_text("en", english) == english  # English shows the sentence as the service wrote it
 
 
-def test_hold_amounts_and_blockers_are_translated():
+def test_queue_holds_name_the_blocking_job_and_translate_its_code():
     found = holds()
-    queue = messages.message_text(ZH, found["queue"].sentence)
-    assert "（项目配额）" in queue  # the blocking hold's code, not "(quota)"
-    cpu = messages.message_text(ZH, found["capacity"].sentence)
-    assert "nvidia.com/gpu" in cpu
-    quota = messages.message_text(ZH, found["quota"].sentence)
+    queue = job_reasons.reason_text(ZH, "queue", found["queue"].args, "", now=T0)
+    assert "因项目配额挂起" in queue and "#h" in queue and "预计 30分钟内启动" in queue
+    quota = job_reasons.reason_text(ZH, "quota", found["quota"].args, "", now=T0)
     assert "2 × nvidia.com/gpu" in quota and "vision" in quota
-    assert messages.amount_text(ZH, "4 cores") == "4 核" and messages.amount_text(ZH, "1 core") == "1 核"
-    assert messages.amount_text(ZH, "16.0 GiB") == "16.0 GiB"
+    capacity = job_reasons.reason_text(ZH, "capacity", found["capacity"].args, "")
+    assert "nvidia.com/gpu" in capacity and "无法估计启动时间" in capacity
 
 
 def test_job_reason_of_held_rows_translates_core_amounts():

@@ -1,9 +1,11 @@
-"""domain.placement: gang placement, strict priority-then-time order without backfill, model matching, reasons."""
+"""domain.placement: gang placement, priority-then-time order, model matching, reasons as codes (backfill itself:
+tests/unit/test_backfill.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from crater_app.domain.errors import Unschedulable
 from crater_app.domain.placement import Capacity, FreeDevice, Request, never_fits, place, queue_order
 
 GPU = "nvidia.com/gpu"
@@ -32,12 +34,14 @@ def test_places_lowest_free_indices_first():
 def test_gang_all_or_nothing():
     decision = place([req("big", 3)], cap((0, 1)))
     assert decision.placed == {}
-    assert decision.waiting == {"big": "waiting for 3 × nvidia.com/gpu; 2 free"}
+    assert decision.waiting == {"big": "waiting for 3 × nvidia.com/gpu; 2 × nvidia.com/gpu free; no estimate of its start"}
+    assert decision.reasons == {"big": ("placement.waiting_unbounded", {
+        "request": {GPU: 3}, "free": {GPU: 2}, "expected_at": None})}
 
 
 def test_reason_text_for_two_gpus_with_one_free():
     decision = place([req("j", 2)], cap((3,)))
-    assert decision.waiting["j"] == "waiting for 2 × nvidia.com/gpu; 1 free"
+    assert decision.waiting["j"] == "waiting for 2 × nvidia.com/gpu; 1 × nvidia.com/gpu free; no estimate of its start"
 
 
 def test_strict_priority_then_submission_time():
@@ -46,28 +50,29 @@ def test_strict_priority_then_submission_time():
     assert [r.uid for r in queue_order(requests)] == ["mid-high", "new-high", "old-low", "new-low"]
     decision = place(requests, cap((0, 1)))
     assert decision.placed == {"mid-high": (0,), "new-high": (1,)}
-    assert decision.waiting["old-low"] == "waiting for 1 × nvidia.com/gpu; 0 free"
-    assert decision.waiting["new-low"] == "queued: position 4, behind 3 earlier job(s)"
+    assert decision.waiting["old-low"] == "waiting for 1 × nvidia.com/gpu; 0 × nvidia.com/gpu free; no estimate of its start"
+    assert decision.waiting["new-low"] == "position 2: behind job old-low (1 × nvidia.com/gpu), no estimate of its start"
 
 
 def test_same_priority_and_time_orders_by_uid():
     assert [r.uid for r in queue_order([req("b"), req("a")])] == ["a", "b"]
 
 
-def test_no_backfill_a_blocked_head_blocks_smaller_jobs_behind_it():
+def test_a_blocked_head_keeps_the_devices_it_needs_from_jobs_of_unknown_length():
     decision = place([req("head", 4, at=0), req("small", 1, at=1)], cap((0, 1)))
     assert decision.placed == {}
-    assert decision.waiting["head"] == "waiting for 4 × nvidia.com/gpu; 2 free"
-    assert decision.waiting["small"].startswith("queued: position 2")
+    assert decision.waiting["head"] == "waiting for 4 × nvidia.com/gpu; 2 × nvidia.com/gpu free; no estimate of its start"
+    assert decision.reasons["small"] == ("placement.queued_unbounded", {
+        "position": 2, "blocker": "head", "blocker_request": {GPU: 4}, "expected_at": None})
 
 
 def test_model_matching():
     mixed = Capacity(16000, 64 * GiB, (FreeDevice(0, GPU, H100), FreeDevice(1, GPU, A100), FreeDevice(2, GPU, A100)))
     decision = place([req("a", 2, model=A100), req("h", 1, model=H100, at=1), req("any", 1, at=2)], mixed)
     assert decision.placed == {"a": (1, 2), "h": (0,)}
-    assert decision.waiting["any"] == "waiting for 1 × nvidia.com/gpu; 0 free"
-    waiting = place([req("h2", 2, model=H100)], mixed).waiting["h2"]
-    assert waiting == f"waiting for 2 × nvidia.com/gpu ({H100}); 1 free"
+    assert decision.waiting["any"] == "waiting for 1 × nvidia.com/gpu; 0 × nvidia.com/gpu free; no estimate of its start"
+    code, args = place([req("h2", 2, model=H100)], mixed).reasons["h2"]
+    assert args["request"] == {f"{GPU}:{H100}": 2} and args["free"] == {f"{GPU}:{H100}": 1}
 
 
 def test_other_extended_resources_are_placed_separately():
@@ -79,13 +84,14 @@ def test_other_extended_resources_are_placed_separately():
 def test_cpu_shortfall():
     decision = place([req("a", cpu_m=3000), req("b", cpu_m=2000, at=1)], cap(cpu_m=4000))
     assert decision.placed == {"a": ()}
-    assert decision.waiting["b"] == "waiting for 2000m cpu; 1000m free"
+    assert decision.waiting["b"] == "waiting for 2 cores; 1 core free; no estimate of its start"
+    assert decision.reasons["b"][1]["request"] == {"cpu": 2000} and decision.reasons["b"][1]["free"] == {"cpu": 1000}
 
 
 def test_memory_shortfall():
     decision = place([req("a", mem=48 * GiB), req("b", mem=32 * GiB, at=1)], cap(mem=64 * GiB))
     assert decision.placed == {"a": ()}
-    assert decision.waiting["b"] == "waiting for 32.0 GiB memory; 16.0 GiB free"
+    assert decision.waiting["b"] == "waiting for 32 GiB memory; 16 GiB memory free; no estimate of its start"
 
 
 def test_cpu_only_jobs_place_without_devices():
@@ -105,25 +111,27 @@ DEVICES = [(GPU, A100)] * 4
 
 
 def test_never_fits_too_many_devices_names_the_numbers():
-    field, message = never_fits(req("x", 8), 16000, 64 * GiB, DEVICES)
-    assert field == "resources.nvidia.com/gpu"
-    assert message == "requested 8 × nvidia.com/gpu; this machine has 4"
+    field, code, args = never_fits(req("x", 8), 16000, 64 * GiB, DEVICES)
+    assert (field, code, args) == ("resources.nvidia.com/gpu", "job.never_fits_devices", {"request": {GPU: 8}, "have": 4})
+    assert Unschedulable(code, field, **args).message == (
+        "requested 8 × nvidia.com/gpu; this machine has 4; the job could never start")
 
 
 def test_never_fits_unknown_model():
-    field, message = never_fits(req("x", 1, model=H100), 16000, 64 * GiB, DEVICES)
-    assert field == "accelerator_model"
-    assert f"this machine has 0 of that model (4 × {A100})" in message
+    field, code, args = never_fits(req("x", 1, model=H100), 16000, 64 * GiB, DEVICES)
+    assert (field, code) == ("accelerator_model", "job.never_fits_model")
+    assert f"this machine has 0 of that model (4 × {A100})" in Unschedulable(code, field, **args).message
+    assert never_fits(req("x", 1, model=H100), 16000, 64 * GiB, [])[1] == "job.never_fits_model_absent"
 
 
 def test_never_fits_cpu_and_memory():
     assert never_fits(req("x", cpu_m=32000), 16000, 64 * GiB, DEVICES) == (
-        "resources.cpu", "requested 32000m cpu; this machine has 16000m")
-    field, message = never_fits(req("x", mem=128 * GiB), 16000, 64 * GiB, DEVICES)
-    assert field == "resources.memory" and "128.0 GiB" in message and "64.0 GiB" in message
+        "resources.cpu", "job.never_fits_cpu", {"request": 32000, "have": 16000})
+    field, code, args = never_fits(req("x", mem=128 * GiB), 16000, 64 * GiB, DEVICES)
+    message = Unschedulable(code, field, **args).message
+    assert field == "resources.memory" and "128 GiB" in message and "64 GiB" in message
 
 
 def test_never_fits_none_when_it_can_fit_and_no_devices_means_none():
     assert never_fits(req("x", 4, model=A100, cpu_m=16000, mem=64 * GiB), 16000, 64 * GiB, DEVICES) is None
-    field, message = never_fits(req("x", 1), 16000, 64 * GiB, [])
-    assert message == "requested 1 × nvidia.com/gpu; this machine has 0"
+    assert never_fits(req("x", 1), 16000, 64 * GiB, [])[2] == {"request": {GPU: 1}, "have": 0}

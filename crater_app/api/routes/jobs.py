@@ -23,7 +23,8 @@ router = APIRouter(prefix=API_PREFIX, tags=["jobs"], route_class=IdempotentRoute
 
 
 def localized(job: JobPublic, lang: str) -> JobPublic:
-    """``job`` with its ``reason`` in ``lang`` (hold and preemption sentences; others stay as written)."""
+    """``job`` with its ``reason`` in ``lang``, rendered from ``reason_code``/``reason_args`` (holds, placement and
+    stop reasons, with estimates counted from now); a reason without a code stays as written."""
     text = admission.reason_text(lang, job.reason_code, job.reason_args, job.reason)
     return job if text == job.reason else job.model_copy(update={"reason": text})
 
@@ -49,7 +50,7 @@ async def list_jobs(
     ``reason`` says why it waits, in Chinese when ``Accept-Language`` prefers ``zh``."""
     found = await run_read(jobs.list_jobs, c, a, phase=phase, q=q, page=page, page_size=page_size)
     lang = request_language(request)
-    if lang != "en" and any(j.reason_code for j in found.items):
+    if any(j.reason_code for j in found.items):
         found = found.model_copy(update={"items": [localized(j, lang) for j in found.items]})
     return json_response(found)
 

@@ -101,7 +101,7 @@ class LocalBackend:
         self._left_cgroups: dict[str, cg.JobCgroup] = {}  # finished workloads whose cgroups are not gone yet
         self._creates = GroupCommit()
         self._store = Store(self.data_dir / "local" / "backend.db")
-        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start)
+        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock)
         self._harden()
 
     # -- for tests and tools that reach into the store ------------------------------------------
@@ -167,17 +167,26 @@ class LocalBackend:
             workload.uid, json.dumps(spec), workload.priority, workload.created_at.timestamp(),
             workload.resources.cpu_m, workload.resources.memory_bytes,
             json.dumps(workload.resources.accelerators), workload.accelerator_model, workload.max_runtime_s,
-            PENDING, "Queued", waiting["message"], waiting["code"], waiting["args"],
+            PENDING, "Queued", waiting["message"], waiting["code"], waiting["args"], workload.attempt,
         )
 
     def _insert_workloads(self, rows: list[tuple]) -> list[None]:
+        # A known uid is left alone, unless this is its next attempt and its last run is final: then it runs again
+        # (same folder and log) as Pending with a fresh status (ClusterBackend.create).
+        final = ",".join("?" * len(FINAL))
         with self._store.tx() as conn:
             rev = self._store.next_rev(conn)
             conn.executemany(
-                "INSERT OR IGNORE INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
-                " model, max_runtime_s, state, reason, message, code, args, rev)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(*row, rev + i) for i, row in enumerate(rows)],
+                "INSERT INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
+                " model, max_runtime_s, state, reason, message, code, args, attempt, rev)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(uid) DO UPDATE SET"
+                " spec = excluded.spec, max_runtime_s = excluded.max_runtime_s, state = excluded.state,"
+                " reason = excluded.reason, message = excluded.message, code = excluded.code, args = excluded.args,"
+                " attempt = excluded.attempt, rev = excluded.rev, exit_code = NULL, exit_signal = NULL,"
+                " devices = '[]', pid = NULL, pid_start = NULL, started_at = NULL, finished_at = NULL,"
+                " stop_reason = NULL, stop_message = NULL, term_sent_at = NULL, limits = '{}'"
+                f" WHERE workloads.attempt < excluded.attempt AND workloads.state IN ({final})",
+                [(*row, rev + i, *FINAL) for i, row in enumerate(rows)],
             )
         return [None] * len(rows)
 
@@ -363,6 +372,7 @@ class LocalBackend:
                 made = self.accounts.for_user(conn, spec["user"])
                 account, owner = (made.name, made.uid), (made.uid, made.gid)
             cwd = prepare_job_folder(folder, spec.get("working_dir"), owner)
+            (folder / "exit_code").unlink(missing_ok=True)  # an earlier attempt's
             try:
                 limits, cgroup, rlimit = self._limits(uid, cpu_m, memory_bytes)
             except OSError as exc:

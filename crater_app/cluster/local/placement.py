@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from typing import Callable
 
 from crater_app.cluster.base import Device
 from crater_app.cluster.local.outcomes import english
 from crater_app.cluster.local.store import HOLDING, PENDING, Store, ts
-from crater_app.domain.placement import Capacity, FreeDevice, Request, place
+from crater_app.domain.placement import Capacity, FreeDevice, Request, Running, place
 
 #: how pending workloads are read when they are new to the round's cache
 _CHUNK = 500
@@ -24,11 +25,13 @@ _CHUNK = 500
 class Placer:
     """Runs placement rounds over ``store`` for a node of ``cpu_m`` millicores, ``memory_bytes`` bytes and
     ``devices``; ``start(conn, uid, devices)`` starts one placed workload inside the round's transaction (it must not
-    raise: a failure fails that workload only)."""
+    raise: a failure fails that workload only); ``clock`` gives seconds since the epoch (backfill's "now")."""
 
     def __init__(self, store: Store, cpu_m: int, memory_bytes: int, devices: tuple[Device, ...],
-                 start: Callable[[sqlite3.Connection, str, tuple[int, ...]], None]) -> None:
+                 start: Callable[[sqlite3.Connection, str, tuple[int, ...]], None],
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock
         self.cpu_m, self.memory_bytes, self.devices = cpu_m, memory_bytes, devices
         self.start = start
         self._placed_rev = -1  # the store's revision after the last round: no change, no round
@@ -44,6 +47,13 @@ class Placer:
                 f" WHERE state IN ({','.join('?' * len(HOLDING))})", HOLDING,
             ).fetchall()
             held = {i for r in running for i in json.loads(r[1])}
+            now = self.clock()
+            by_index = {d.index: FreeDevice(d.index, d.resource, d.model) for d in self.devices}
+            holding = [  # what each holds, and until when at the latest: its start + max_runtime (backfill)
+                Running(r[0], r[2], r[3], tuple(by_index[i] for i in json.loads(r[1]) if i in by_index),
+                        ts(max(r[4] + r[5], now)) if r[4] is not None and r[5] else None)
+                for r in running
+            ]
             capacity = Capacity(
                 cpu_m=self.cpu_m - sum(r[2] for r in running),
                 memory_bytes=self.memory_bytes - sum(r[3] for r in running),
@@ -52,7 +62,7 @@ class Placer:
             pending = conn.execute("SELECT uid, message FROM workloads WHERE state = ?", (PENDING,)).fetchall()
             requests = self._pending_requests(conn, [r[0] for r in pending])
             messages = dict(pending)
-            decision = place(requests, capacity)
+            decision = place(requests, capacity, holding, ts(now))
             changed = [(uid, message) for uid, message in decision.waiting.items() if messages[uid] != message]
             if changed:  # as one Store.update per workload (revs head+1, head+2, ...), in one statement
                 rev = self.store.next_rev(conn)

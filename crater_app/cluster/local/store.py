@@ -47,9 +47,10 @@ ADDED_COLUMNS = {
     "args": "TEXT NOT NULL DEFAULT '{}'",  # ... and its arguments (JSON)
     "exit_signal": "INTEGER",  # the signal that ended the job's main process
     "limits": "TEXT NOT NULL DEFAULT '{}'",  # outcomes.Limits as JSON: amounts, mechanisms, cgroup folders
+    "attempt": "INTEGER NOT NULL DEFAULT 1",  # the job's run (Workload.attempt): a requeued job runs again
 }
 STATUS_COLUMNS = ("uid, state, reason, message, exit_code, devices, started_at, finished_at, rev, code, args,"
-                  " exit_signal")
+                  " exit_signal, attempt")
 
 
 def ts(value: float | None) -> datetime | None:
@@ -59,7 +60,7 @@ def ts(value: float | None) -> datetime | None:
 
 def status_from_row(row: tuple) -> WorkloadStatus:
     """A :class:`WorkloadStatus` from a row of :data:`STATUS_COLUMNS`."""
-    uid, state, reason, message, exit_code, devices, started, finished, rev, code, args, exit_signal = row
+    uid, state, reason, message, exit_code, devices, started, finished, rev, code, args, exit_signal, attempt = row
     try:
         decoded = json.loads(args or "{}")
     except ValueError:
@@ -68,6 +69,7 @@ def status_from_row(row: tuple) -> WorkloadStatus:
         uid=uid, state=state, reason=reason, message=message, exit_code=exit_code,
         devices=tuple(json.loads(devices)), started_at=ts(started), finished_at=ts(finished), rev=rev,
         code=code or "", args=decoded if isinstance(decoded, dict) else {}, exit_signal=exit_signal,
+        attempt=attempt or 1,
     )
 
 

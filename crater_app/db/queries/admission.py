@@ -1,0 +1,386 @@
+"""The SQL of admission: what one decision reads (a :class:`Snapshot`), in a few indexed queries.
+
+Active usage is read grouped per project, user, kind and request shape over ``ix_jobs_phase_project_user``, so that
+jobs of one shape are parsed once; held jobs are read in queue order (``priority`` desc, ``created_at``, ``id``);
+the rows of the projects an admission writes into are locked first (``SELECT ... FOR UPDATE`` in id order on
+PostgreSQL; on SQLite the transaction already holds the write lock). The callers own the transactions
+(``services.admission``, ``services.admission_loop``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable
+
+from sqlalchemy import and_, case, cast, func, or_
+from sqlalchemy import select as sa_select
+from sqlalchemy.types import Text
+
+from crater_app.db.models import Job, Project, ProjectMember, User
+from crater_app.db.queries.resource_lists import job_usage, project_quota, quota_list, usage_of_shape
+from crater_app.domain import backfill
+from crater_app.domain import quota as q
+from crater_app.domain.admission import Demand, Plan, ProjectQuota, UserLimits, decide
+from crater_app.domain.jobs import JobPhase
+
+#: phases in which a job holds what it asked for: admitted and not finished (a ``Stopping`` job holds its
+#: devices until its last process has exited)
+ACTIVE_PHASES = (JobPhase.QUEUED.value, JobPhase.RUNNING.value, JobPhase.STOPPING.value)
+HELD = JobPhase.HELD.value
+APPROVAL = "approval"
+PREEMPTED = "preempted"
+#: an amount no machine reaches: the capacity of a resource when the machine does not limit admission
+UNBOUNDED = 2**62
+#: the most held jobs one admission decision looks at (oldest/highest priority first)
+MAX_HELD = 5000
+#: a submission decides against the first this many held jobs of each project's queue (their order and count are
+#: read in full, so positions stay exact); a job behind a longer queue waits behind it
+HELD_WINDOW = 16
+
+_JOBS, _PROJECTS, _USERS, _MEMBERS = Job.__table__, Project.__table__, User.__table__, ProjectMember.__table__
+
+
+# ---- the snapshot --------------------------------------------------------------------------------------------
+
+@dataclass
+class Snapshot:
+    """What one admission decision sees: demands (admitted usage and held jobs), quotas, shares, limits and the
+    capacity; ``expires`` project id -> expiry (locked projects only); ``holdings`` the admitted jobs' holdings for
+    backfill (a lazy mapping, see ``services.admission_inputs``); ``now`` the decision's instant (UTC)."""
+
+    demands: list[Demand] = field(default_factory=list)
+    quotas: dict[int, ProjectQuota] = field(default_factory=dict)
+    shares: dict[tuple[int, int], q.Usage] = field(default_factory=dict)
+    limits: dict[int, UserLimits] = field(default_factory=dict)
+    capacity: q.Usage = field(default_factory=dict)
+    expires: dict[int, datetime | None] = field(default_factory=dict)
+    fair_share: bool = False
+    #: admitted batch jobs grouped by project, user and request shape: (project, user, kind, usage, count, oldest)
+    groups: list[tuple] = field(default_factory=list)
+    #: held jobs per locked project (read with the lock)
+    held_counts: dict[int, int] = field(default_factory=dict)
+    #: the (project, user) pairs whose member shares were read already
+    shares_read: set = field(default_factory=set)
+    holdings: object = None
+    now: datetime | None = None
+    #: the projects whose blocked jobs get a backfill reservation (``None``: all)
+    reserve_for: set[int] | None = None
+
+    def plan(self) -> Plan:
+        """``decide`` on this snapshot (the capacity is unbounded for every key when fair share is off). Each group
+        of ``groups`` is one demand standing for its ``count`` jobs (``Demand.count``: counted as that many jobs in
+        the hold sentences and sessions)."""
+        demands = list(self.demands)
+        for n, (pid, uid, kind, usage, count, first) in enumerate(self.groups, 1):
+            demands.append(Demand(key=("admitted", "group", n), project_id=pid, user_id=uid, priority=0,
+                                  created_at=first, kind=kind, admitted=True, count=count,
+                                  usage={k: v * count for k, v in usage.items()}))
+        keys = {k for d in demands for k in d.usage}
+        if not self.fair_share:
+            capacity = {k: UNBOUNDED for k in keys}
+        else:
+            capacity = dict(self.capacity)
+            for key in keys - set(capacity):
+                capacity[key] = 0  # a resource the machine does not have at all
+        return decide(demands, self.quotas, self.shares, self.limits, capacity, now=self.now,
+                      holdings=self.holdings, reserve_for=self.reserve_for)  # type: ignore[arg-type]
+
+    def expired(self, project_id: int, now: datetime) -> bool:
+        """Whether locked project ``project_id`` has an expiry at or before ``now`` (UTC); the rule of
+        ``services.projects.project_expired``, on the expiry read under the row lock."""
+        expiry = self.expires.get(project_id)
+        return expiry is not None and expiry <= now
+
+    def projects(self) -> set[int]:
+        """The projects of every demand and admitted group."""
+        return {d.project_id for d in self.demands} | {g[0] for g in self.groups}
+
+    def users(self) -> set[int]:
+        """The users of every demand and admitted group."""
+        return {d.user_id for d in self.demands} | {g[1] for g in self.groups}
+
+    def pairs(self) -> set[tuple[int, int]]:
+        """The (project, user) pairs of every demand and admitted group."""
+        return {(d.project_id, d.user_id) for d in self.demands} | {(g[0], g[1]) for g in self.groups}
+
+
+def lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
+    """Lock (PostgreSQL: ``FOR UPDATE``, in id order; SQLite: the transaction already holds the write lock) and
+    read the rows of ``project_ids``: quotas, expiry and how many jobs each holds ``Held`` go into ``snap``."""
+    ids = sorted(set(project_ids))
+    if not ids:
+        return
+    p, c = _PROJECTS.c, _JOBS.c
+    held = (sa_select(func.count()).where(c.phase == HELD, c.project_id == p.id)
+            .correlate(_PROJECTS).scalar_subquery())
+    rows = s.execute(
+        sa_select(p.id, p.name, p.expires_at, cast(p.guarantee, Text), cast(p.deserved, Text),
+                  cast(p.capability, Text), held)
+        .where(p.id.in_(ids)).order_by(p.id).with_for_update(of=_PROJECTS)
+    ).all()
+    for pid, name, expires_at, guarantee, deserved, capability, held_jobs in rows:
+        snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
+        snap.expires[pid] = expires_at
+        snap.held_counts[pid] = held_jobs
+
+
+def read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
+    """Read (no lock) the quotas of the projects in ``project_ids`` not already in ``snap``."""
+    ids = sorted(set(project_ids) - set(snap.quotas))
+    p = _PROJECTS.c
+    for start in range(0, len(ids), 900):
+        for pid, name, guarantee, deserved, capability in s.execute(
+            sa_select(p.id, p.name, cast(p.guarantee, Text), cast(p.deserved, Text), cast(p.capability, Text))
+            .where(p.id.in_(ids[start:start + 900]))
+        ).all():
+            snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
+
+
+def limit_rows(s, user_ids: list[int]) -> list[tuple]:
+    """``(user id, max_sessions, max_accelerators_per_job, max_runtime_s)`` of ``user_ids`` as stored (``None``:
+    the platform default applies)."""
+    u = _USERS.c
+    out: list[tuple] = []
+    for start in range(0, len(user_ids), 900):
+        out.extend(s.execute(
+            sa_select(u.id, u.max_sessions, u.max_accelerators_per_job, u.max_runtime_s)
+            .where(u.id.in_(user_ids[start:start + 900]))
+        ).all())
+    return out
+
+
+def share_rows(s, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], q.Usage]:
+    """The member shares of ``pairs`` (``(project id, user id)``), as usages (``{}``: no per-member limit)."""
+    m = _MEMBERS.c
+    found: dict[tuple[int, int], q.Usage] = {}
+    pids, uids = sorted({p for p, _ in pairs}), sorted({u for _, u in pairs})
+    for pid, uid, share in s.execute(
+        sa_select(m.project_id, m.user_id, cast(m.share, Text)).where(m.project_id.in_(pids), m.user_id.in_(uids))
+    ).all():
+        if (pid, uid) in pairs:
+            found[(pid, uid)] = quota_list(share, "share") if share else {}
+    return found
+
+
+def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_preemptible: bool,
+                  user_ids: Iterable[int] = ()) -> None:
+    """Add the admitted (``Queued``/``Running``/``Stopping``) usage to ``snap.demands``: of ``project_ids``
+    (``None``: every project), plus the interactive sessions of ``user_ids`` anywhere (they count towards
+    ``max_sessions``).
+
+    One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
+    are parsed once) into ``snap.groups`` (one demand per group, see :meth:`Snapshot.plan`); with
+    ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
+    keyed by their job id, with priority and submission time). Jobs being stopped by a preemption (``reason_code``
+    :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
+    """
+    c = _JOBS.c
+    shape = cast(c.resources, Text)
+    where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
+    if project_ids is not None:
+        where.append(c.project_id.in_(sorted(set(project_ids))))
+    rows = s.execute(
+        sa_select(c.project_id, c.user_id, c.kind, c.preemptible, c.accelerator_model, shape, func.count(),
+                  func.min(c.created_at))
+        # Grouped with the project last: SQLite (with statistics) would otherwise walk a project index for the
+        # grouping order over every job instead of seeking the few active ones in the phase indexes.
+        .where(*where).group_by(c.kind, c.preemptible, c.accelerator_model, shape, c.user_id, c.project_id)
+    ).all()
+    n = 0
+    sessions_seen: set[int] = set()
+    for pid, uid, kind, preemptible, model, resources, count, first in rows:
+        if kind == "interactive":
+            sessions_seen.add(uid)
+        if preemptible and individual_preemptible and kind != "interactive":
+            continue  # read one by one below
+        snap.groups.append((pid, uid, kind, dict(usage_of_shape(resources, model)), count, first))
+    extra_users = sorted(set(user_ids) - sessions_seen)
+    if extra_users and project_ids is not None:
+        # Sessions of these users in projects outside ``project_ids`` (max_sessions counts all of a user's sessions).
+        for pid, uid, model, resources, created in s.execute(
+            sa_select(c.project_id, c.user_id, c.accelerator_model, shape, c.created_at).where(
+                c.phase.in_(ACTIVE_PHASES), c.user_id.in_(extra_users), c.kind == "interactive",
+                c.project_id.not_in(sorted(set(project_ids))))
+        ).all():
+            n += 1
+            snap.demands.append(Demand(key=("admitted", n), project_id=pid, user_id=uid, priority=0,
+                                       created_at=created, usage=dict(usage_of_shape(resources, model)),
+                                       kind="interactive", admitted=True))
+    if individual_preemptible:
+        stmt = sa_select(c.id, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.accelerator_model,
+                         shape, c.reclaim_lock, c.phase).where(*where, c.preemptible.is_(True), c.kind != "interactive")
+        for jid, pid, uid, prio, created, kind, model, resources, lock, phase in s.execute(stmt).all():
+            snap.demands.append(Demand(  # a job already stopping (cancelled, past its deadline) is no candidate
+                key=jid, project_id=pid, user_id=uid, priority=prio, created_at=created,
+                usage=dict(usage_of_shape(resources, model)), kind=kind,
+                preemptible=phase != JobPhase.STOPPING.value, reclaim_lock=lock, admitted=True,
+            ))
+
+
+def holding_rows(s, project_id: int | None) -> list[tuple]:
+    """What the admitted jobs (of ``project_id``; ``None``: all) hold and for how long, for backfill:
+    ``(job id, user id, phase, resources JSON text, accelerator_model, started_at or admitted_at, max_runtime_s)``,
+    jobs being stopped by a preemption left out (as in :func:`read_admitted`)."""
+    c = _JOBS.c
+    where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
+    if project_id is not None:
+        where.append(c.project_id == project_id)
+    return s.execute(sa_select(c.id, c.user_id, c.phase, cast(c.resources, Text), c.accelerator_model,
+                               func.coalesce(c.started_at, c.admitted_at), c.max_runtime_s).where(*where)).all()
+
+
+def holdings_of(rows: list[tuple], bound_of, now: datetime) -> list[backfill.Holding]:
+    """:func:`holding_rows` as backfill holdings: each job's usage until its expected end - its start plus
+    ``bound_of(user id, max_runtime_s)`` seconds; for a job admitted but not started yet, from its admission (a
+    stable estimate, if an early one); a ``Stopping`` job ends any moment."""
+    out = []
+    for jid, uid, phase, resources, model, since, max_runtime_s in rows:
+        if phase == JobPhase.STOPPING.value:
+            ends = now
+        else:
+            if isinstance(since, str):  # SQLite returns COALESCE of two datetimes as text
+                since = datetime.fromisoformat(since)
+            if since is not None and since.tzinfo is None:
+                since = since.replace(tzinfo=timezone.utc)
+            ends = backfill.expected_end(since, bound_of(uid, max_runtime_s), now)
+        out.append(backfill.Holding(dict(usage_of_shape(resources, model)), ends, jid))
+    return out
+
+
+@dataclass(frozen=True)
+class HeldJob:
+    """A ``Held`` job as admission reads it; ``resources`` and ``reason_args`` are the stored JSON texts (parsed
+    only when needed: the usage through a cache per distinct text, the arguments only to rewrite a sentence)."""
+
+    id: int
+    uid: str
+    name: str
+    project_id: int
+    user_id: int
+    priority: int
+    created_at: datetime
+    kind: str
+    preemptible: bool
+    resources: str
+    accelerator_model: str | None
+    reason: str
+    reason_code: str
+    reason_args: str
+    max_runtime_s: int | None = None
+
+
+def _held_columns():
+    c = _JOBS.c
+    return (c.id, c.uid, c.name, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.preemptible,
+            cast(c.resources, Text), c.accelerator_model, c.reason, c.reason_code, cast(c.reason_args, Text),
+            c.max_runtime_s)
+
+
+def held_demand(job: HeldJob, bound_s: int | None = None) -> Demand:
+    """A held job row as the domain's demand (``bound_s``: its runtime bound, for backfill)."""
+    return Demand(key=job.id, project_id=job.project_id, user_id=job.user_id, priority=job.priority,
+                  created_at=job.created_at, usage=job_usage(job.resources, job.accelerator_model),
+                  kind=job.kind, preemptible=job.preemptible, approval_pending=job.reason_code == APPROVAL,
+                  bound_s=bound_s)
+
+
+def read_held(s, project_ids: list[int] | None) -> list[HeldJob]:
+    """Held jobs (of ``project_ids``; ``None``: all), highest priority first, then oldest (at most MAX_HELD)."""
+    c = _JOBS.c
+    stmt = sa_select(*_held_columns()).where(c.phase == HELD)
+    if project_ids is not None:
+        stmt = stmt.where(c.project_id.in_(sorted(set(project_ids))))
+    stmt = stmt.order_by(c.priority.desc(), c.created_at, c.id).limit(MAX_HELD)
+    return [HeldJob(*row) for row in s.execute(stmt).all()]
+
+
+def held_projects(s) -> list[int]:
+    """The projects that have a held job."""
+    return s.execute(sa_select(_JOBS.c.project_id).where(_JOBS.c.phase == HELD).distinct()).scalars().all()
+
+
+def held_users(s) -> list[int]:
+    """The users who have a held job."""
+    return s.execute(sa_select(_JOBS.c.user_id).where(_JOBS.c.phase == HELD).distinct()).scalars().all()
+
+
+@dataclass
+class HeldQueues:
+    """The held jobs a submission decides against: ``window`` the first :data:`HELD_WINDOW` of each project's
+    queue (full rows) and ``counts`` project id -> priority -> how many jobs are held there (for true positions)."""
+
+    window: list[HeldJob]
+    counts: dict[int, dict[int, int]]
+
+    def truncated(self, project_id: int) -> bool:
+        """Whether the project has more held jobs than the window holds."""
+        return sum(self.counts.get(project_id, {}).values()) > HELD_WINDOW
+
+    def ahead(self, project_id: int, priority: int) -> int:
+        """Held jobs of the project a new job of ``priority`` queues behind (those of the same or a higher
+        priority: they were submitted earlier)."""
+        return sum(n for p, n in self.counts.get(project_id, {}).items() if p >= priority)
+
+
+def read_held_window(s, project_ids: list[int] | None, mine: Iterable[int] = ()) -> HeldQueues:
+    """:class:`HeldQueues` of ``project_ids`` (``None``: every project) in two indexed queries: the held counts per
+    project and priority, and the head of each queue (``ROW_NUMBER() OVER (PARTITION BY project_id ...)``, so
+    that only the windows' rows reach Python). With ``mine`` (fair share: every project is read), the projects
+    not in ``mine`` contribute only the first job of their queue - the one competing for capacity now."""
+    c = _JOBS.c
+    where = [c.phase == HELD]
+    if project_ids is not None:
+        where.append(c.project_id.in_(sorted(set(project_ids))))
+    counts: dict[int, dict[int, int]] = {}
+    for pid, priority, n in s.execute(
+        sa_select(c.project_id, c.priority, func.count()).where(*where).group_by(c.project_id, c.priority)
+    ).all():
+        counts.setdefault(pid, {})[priority] = n
+    if not counts:
+        return HeldQueues([], counts)
+    rank = func.row_number().over(partition_by=c.project_id, order_by=(c.priority.desc(), c.created_at, c.id))
+    ranked = sa_select(c.id.label("id"), rank.label("rank")).where(*where).subquery()
+    mine = sorted(set(mine))
+    limit = ranked.c.rank <= HELD_WINDOW
+    if project_ids is None and mine:
+        limit = or_(ranked.c.rank <= 1, and_(ranked.c.rank <= HELD_WINDOW, c.project_id.in_(mine)))
+    window = [HeldJob(*row) for row in s.execute(
+        sa_select(*_held_columns()).join(ranked, ranked.c.id == c.id).where(limit)
+        .order_by(c.project_id, c.priority.desc(), c.created_at, c.id)
+    ).all()]
+    return HeldQueues(window, counts)
+
+
+def held_fingerprint(s) -> tuple:
+    """``(held jobs, largest held id, held for an approval)``: what the loop compares between rounds."""
+    c = _JOBS.c
+    return tuple(s.execute(
+        sa_select(func.count(), func.max(c.id), func.sum(case((c.reason_code == APPROVAL, 1), else_=0)))
+        .where(c.phase == HELD)
+    ).one())
+
+
+def fair_share_flag(s) -> bool:
+    """Whether some project has a non-empty ``guarantee`` or ``deserved``."""
+    p = _PROJECTS.c
+    stmt = sa_select(p.id).where(or_(cast(p.guarantee, Text) != "{}", cast(p.deserved, Text) != "{}")).limit(1)
+    return s.execute(stmt).first() is not None
+
+
+def project_usage(s, project_id: int) -> tuple[q.Usage, int, int]:
+    """``(admitted usage, admitted jobs, held jobs)`` of one project now (jobs being stopped still count here:
+    they hold their devices until they stop)."""
+    c = _JOBS.c
+    used: q.Usage = {}
+    admitted = 0
+    for model, resources, count in s.execute(
+        sa_select(c.accelerator_model, cast(c.resources, Text), func.count())
+        .where(c.phase.in_(ACTIVE_PHASES), c.project_id == project_id)
+        .group_by(c.accelerator_model, cast(c.resources, Text))
+    ).all():
+        admitted += count
+        for key, value in usage_of_shape(resources, model):
+            used[key] = used.get(key, 0) + value * count
+    held = s.execute(sa_select(func.count()).where(c.phase == HELD, c.project_id == project_id)).scalar_one()
+    return used, admitted, held
