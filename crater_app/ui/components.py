@@ -1,4 +1,5 @@
-"""Shared console components: translation lookup, the top bar, page frame, badges and callouts."""
+"""Shared console components: translation lookup, the top bar, page frame, badges, callouts and form fields with
+their errors beside them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ PHASE_COLORS = (
     ("Held", "orange"),
     ("Queued", "amber"),
     ("Running", "blue"),
+    ("Stopping", "purple"),
     ("Succeeded", "green"),
     ("Failed", "red"),
     ("Cancelled", "gray"),
@@ -19,12 +21,15 @@ PHASE_ICONS = (
     ("Held", "hand"),
     ("Queued", "clock"),
     ("Running", "loader"),
+    ("Stopping", "circle_stop"),
     ("Succeeded", "circle_check"),
     ("Failed", "circle_x"),
     ("Cancelled", "ban"),
 )
 ROLE_COLORS = (("admin", "crimson"), ("user", "indigo"), ("guest", "gray"))
 MONO = "var(--code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
+#: a field's error is cleared on its first change; later keystrokes within this many milliseconds send nothing
+CLEAR_THROTTLE_MS = 1000
 #: what an empty field shows, everywhere (in the body font: a monospace em dash looks like an en dash)
 EMPTY = "—"
 
@@ -354,8 +359,10 @@ def loading() -> rx.Component:
     return rx.center(rx.spinner(size="3"), padding="var(--space-8)", width="100%")
 
 
-def field(label: rx.Var, control: rx.Component, hint=None, required: bool = False) -> rx.Component:
-    """A labelled form control with an optional hint (text or component) below."""
+def field(label: rx.Var, control: rx.Component, hint=None, required: bool = False,
+          error: rx.Component | None = None) -> rx.Component:
+    """A labelled form control with its error (:func:`field_error`, when given) right below it and an optional hint
+    (text or component) below that."""
     if hint is None:
         hint_el = rx.fragment()
     elif isinstance(hint, rx.Component):
@@ -369,11 +376,41 @@ def field(label: rx.Var, control: rx.Component, hint=None, required: bool = Fals
             spacing="1",
         ),
         control,
+        error if error is not None else rx.fragment(),
         hint_el,
         spacing="1",
         width="100%",
         align="stretch",
     )
+
+
+def field_error(state, name: str, id: str | None = None) -> rx.Component:
+    """The error of the form input ``name`` (``state.field_errors[name]``, a ``FieldErrors`` state), in red with an
+    icon, when there is one; ``id`` defaults to ``<name>-error`` (``role="alert"``, ``data-field`` the input)."""
+    return rx.cond(
+        state.field_errors.contains(name),
+        rx.hstack(
+            rx.icon("circle_alert", size=14, color=rx.color("red", 11), flex_shrink="0"),
+            rx.text(state.field_errors[name], size="1", color=rx.color("red", 11)),
+            spacing="1",
+            align="center",
+            id=id or f"{name.replace('_', '-')}-error",
+            role="alert",
+            class_name="field-error",
+            custom_attrs={"data-field": name},
+        ),
+    )
+
+
+def clears(state, name: str):
+    """The change handler of input ``name``: its error goes away on the first change (throttled, so that typing
+    sends at most one event a second)."""
+    return state.clear_field_error(name).throttle(CLEAR_THROTTLE_MS)
+
+
+def invalid(state, name: str) -> rx.Var:
+    """``"true"`` while input ``name`` has an error (for ``aria-invalid``), else ``"false"``."""
+    return rx.cond(state.field_errors.contains(name), "true", "false")
 
 
 def mono(text: rx.Var, **props) -> rx.Component:
