@@ -28,8 +28,6 @@ PHASE_ICONS = (
 )
 ROLE_COLORS = (("admin", "crimson"), ("user", "indigo"), ("guest", "gray"))
 MONO = "var(--code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
-#: a field's error is cleared on its first change; later keystrokes within this many milliseconds send nothing
-CLEAR_THROTTLE_MS = 1000
 #: what an empty field shows, everywhere (in the body font: a monospace em dash looks like an en dash)
 EMPTY = "—"
 
@@ -403,9 +401,10 @@ def field_error(state, name: str, id: str | None = None) -> rx.Component:
 
 
 def clears(state, name: str):
-    """The change handler of input ``name``: its error goes away on the first change (throttled, so that typing
-    sends at most one event a second)."""
-    return state.clear_field_error(name).throttle(CLEAR_THROTTLE_MS)
+    """The change handler of input ``name``: while the input has an error, a change sends ``clear_field_error``
+    (the error goes at the first keystroke); without one the browser sends nothing (the choice is made in the
+    browser, from ``state.field_errors``)."""
+    return rx.cond(state.field_errors.contains(name), state.clear_field_error(name), rx.noop())
 
 
 def invalid(state, name: str) -> rx.Var:
