@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crater_app.api.body import decode_object
 from crater_app.api.docs import request_body
+from crater_app.api.errors import request_language
 from crater_app.schemas import ApprovalPage, ApprovalPublic, NotificationList
 from crater_app.domain.approvals import MAX_NOTE_CHARS, MAX_REASON_CHARS
 from crater_app.services import approvals, notifications
@@ -105,11 +106,14 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
 
     @app.get(f"{prefix}/notifications", tags=["notifications"], response_model=NotificationList)
     async def list_notifications(
-        c: Ctx, a: Me, limit: Annotated[int, Query(ge=1, le=notifications.MAX_LIST)] = 50, unread: bool = False,
+        request: Request, c: Ctx, a: Me, limit: Annotated[int, Query(ge=1, le=notifications.MAX_LIST)] = 50,
+        unread: bool = False,
     ) -> JSONResponse:
         """The caller's notifications, unread first then newest (``unread=true``: only unread), and the count of
-        unread ones."""
-        return JSONResponse(dump(await read(notifications.list_notifications, c, a, limit, unread)))
+        unread ones; each ``message`` in the request's language (``Accept-Language``), ``kind`` + ``args`` as
+        stored."""
+        found = await read(notifications.list_notifications, c, a, limit, unread)
+        return JSONResponse(dump(notifications.localized(found, request_language(request))))
 
     @app.post(f"{prefix}/notifications/read", tags=["notifications"], openapi_extra=READ_BODY)
     async def mark_read(request: Request, c: Ctx, a: Me) -> JSONResponse:

@@ -101,7 +101,8 @@ def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
     for section, entries in payload.items():
         field = f"payload.{section}"
         if section not in QUOTA_SECTIONS:
-            raise InvalidInput("approval.quota_payload_key", field, key=str(section)[:64], sections=list(QUOTA_SECTIONS))
+            raise InvalidInput("approval.quota_payload_key", field, key=str(section)[:64],
+                               sections=list(QUOTA_SECTIONS))
         if not isinstance(entries, dict) or not entries:
             raise InvalidInput("approval.quota_payload_list", field, field_name=field)
         if len(entries) > MAX_PAYLOAD_ENTRIES:

@@ -108,7 +108,8 @@ def parse_quota(body: object) -> Quota:
         raise InvalidInput("quota.not_mapping", "quota", sections=list(SECTIONS))
     for name in body:
         if name not in SECTIONS:
-            raise InvalidInput("quota.unknown_section", f"quota.{name}", section=str(name)[:64], sections=list(SECTIONS))
+            raise InvalidInput("quota.unknown_section", f"quota.{name}", section=str(name)[:64],
+                               sections=list(SECTIONS))
     parsed = {name: parse_quota_list(body.get(name), name) for name in SECTIONS}
     check_order(parsed["guarantee"], parsed["deserved"], parsed["capability"])
     return Quota(**parsed)

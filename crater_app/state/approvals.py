@@ -85,7 +85,7 @@ def request_arguments(kind: str, form: dict, project: str, section: str) -> dict
 def value_text(lang: object, row: dict[str, str]) -> str:
     """What is asked, in a few words in ``lang``, from an :func:`approval_row` (``24h → 36h``, ``capability:
     nvidia.com/gpu=8``, ``16 × GPU``)."""
-    kind, payload, current = row.get("kind"), _json(row.get("payload")), _json(row.get("current"))
+    kind, payload, current = row.get("kind"), views.json_dict(row.get("payload")), views.json_dict(row.get("current"))
     if kind == "extend_runtime":
         now = current.get("max_runtime") if row.get("status") == "pending" else None
         asked = views.fmt_duration(lang, payload.get("max_runtime"))
@@ -97,14 +97,6 @@ def value_text(lang: object, row: dict[str, str]) -> str:
         gpus = payload.get("gpus", current.get("gpus"))
         return f"{gpus} × GPU" if gpus else ""
     return ""
-
-
-def _json(text: str | None) -> dict:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def approval_row(a: ApprovalPublic) -> dict[str, str]:
@@ -130,7 +122,7 @@ def approval_row(a: ApprovalPublic) -> dict[str, str]:
 def note_text(lang: object, row: dict[str, str]) -> str:
     """The decision note of an :func:`approval_row` in ``lang``: a note Crater wrote itself (closed, approved by the
     rule) from its code, a decider's own note as written (``services.approvals.note_text``)."""
-    decision = _json(row.get("decision"))
+    decision = views.json_dict(row.get("decision"))
     code, args, note = decision.get("code") or "", decision.get("args") or {}, str(decision.get("note") or "")
     if not code or not isinstance(args, dict):
         return note

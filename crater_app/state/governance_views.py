@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from crater_app.schemas import OperationLogPublic, PersonalTokenPublic, ProjectMemberPublic, ProjectPublic
 from crater_app.services import oplog
-from crater_app.state.views import fmt_time
+from crater_app.state.views import fmt_time, json_dict
 
 #: a project whose expiry is this close (seconds) is marked "expires soon"
 EXPIRY_SOON_S = 7 * 86400
@@ -107,9 +107,5 @@ def oplog_row(entry: OperationLogPublic) -> dict[str, str]:
 def oplog_texts(lang: object, row: dict[str, str]) -> dict[str, str]:
     """An :func:`oplog_row` with its ``details`` in ``lang`` (``oplog.details_text``: from the code; a row
     without one keeps the text it was written with)."""
-    try:
-        args = json.loads(row.get("args") or "{}")
-    except ValueError:
-        args = {}
-    return {**row, "details": oplog.details_text(lang, row.get("code", ""), args if isinstance(args, dict) else {},
+    return {**row, "details": oplog.details_text(lang, row.get("code", ""), json_dict(row.get("args")),
                                                  row.get("details", ""))}

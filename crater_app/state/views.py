@@ -105,7 +105,9 @@ def job_detail(job: JobPublic) -> dict[str, str]:
     }
 
 
-def _json_dict(text: str | None) -> dict:
+def json_dict(text: str | None) -> dict:
+    """A JSON object held as text in a row (``reason_args``, an event's ``args``): the dict, ``{}`` when empty or
+    not an object."""
     try:
         value = json.loads(text or "{}")
     except ValueError:
@@ -115,7 +117,7 @@ def _json_dict(text: str | None) -> dict:
 
 def reason_args(row: dict[str, str]) -> dict:
     """The ``reason_args`` a :func:`job_row`/:func:`job_detail` dict carries as JSON text (``{}`` when none)."""
-    return _json_dict(row.get("reason_args"))
+    return json_dict(row.get("reason_args"))
 
 
 def durations(lang: object, row: dict[str, str], empty: str = "") -> dict[str, str]:
@@ -137,7 +139,7 @@ def event_row(event: JobEventPublic) -> dict[str, str]:
 
 def event_args(row: dict[str, str]) -> dict:
     """The ``args`` an :func:`event_row` dict carries as JSON text (``{}`` when none)."""
-    return _json_dict(row.get("args"))
+    return json_dict(row.get("args"))
 
 
 @dataclasses.dataclass

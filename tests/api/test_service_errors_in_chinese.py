@@ -1,6 +1,7 @@
 """The errors of the governance services (projects and members, quotas, approvals, usage, billing, the operation
 log, notifications) come in Simplified Chinese with ``Accept-Language: zh-CN``, in English without it, with the same
-``code``, ``field`` and ``args`` either way; and nothing is written."""
+``code``, ``field`` and ``args`` either way; and nothing is written. Notifications read in the request's language
+too."""
 
 from __future__ import annotations
 
@@ -98,3 +99,19 @@ def test_usage_billing_oplog_and_notification_errors_read_in_chinese(lab):
          zh_words=("只有平台管理员可以查看操作日志",))
     both(lab, "POST", "/api/v1/notifications/read", "alice", 422, "notification.ids", "ids", {"ids": ["x"]},
          zh_words=("ids 必须是通知编号",))
+
+
+def test_notifications_read_in_the_requests_language(lab):
+    from crater_app.services import approvals, jobs
+
+    job = jobs.submit_job(lab.world.ctx, lab.world.alice, {"name": "long", "command": ["sleep", "600"],
+                                                           "max_runtime": 3600})
+    asked = approvals.create_request(lab.world.ctx, lab.world.alice, "reclaim_lock", "a week-long run", job_id=job.id)
+    approvals.reject(lab.world.ctx, lab.world.admin, asked.id, "not now")
+    en = lab.client.get("/api/v1/notifications", headers=lab.auth("alice")).json()["items"][0]
+    zh = lab.client.get("/api/v1/notifications", headers={**lab.auth("alice"), **ZH}).json()["items"][0]
+    assert en["message"] == (f"Your request #{asked.id} (Reclaim lock) for job long (#{job.id}) was rejected by admin: "
+                             "not now.")
+    assert zh["message"] == f"你针对作业 long（#{job.id}）的申请 #{asked.id}（免回收锁定）已由 admin 驳回：not now。"
+    assert zh["kind"] == en["kind"] == "approval.rejected" and zh["args"] == en["args"]
+    jobs.cancel_job(lab.world.ctx, lab.world.alice, job.id)
