@@ -27,6 +27,8 @@ config = rx.Config(
     telemetry_enabled=False,
     # We use our own SQLModel engine (crater_app.db); no rx.Model / db_url.
     db_url=None,
+    # Fonts: assets/crater.css (added by crater_app.crater_app) puts the common CJK fonts into the theme's font
+    # stacks, so that Chinese renders wherever one of them is installed (docs/languages.md).
     plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", gray_color="slate", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],
     show_built_with_reflex=False,

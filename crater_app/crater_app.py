@@ -8,6 +8,7 @@ from crater_app.api.app import build_api
 from crater_app.tasks import leader_loop
 from crater_app.ui import pages
 
-app = rx.App(api_transformer=build_api())  # the theme is set on RadixThemesPlugin in rxconfig.py
+# The theme is set on RadixThemesPlugin in rxconfig.py; assets/crater.css adds CJK fonts to its font stacks.
+app = rx.App(api_transformer=build_api(), stylesheets=["/crater.css"])
 pages.register(app)
 app.register_lifespan_task(leader_loop)

@@ -5,6 +5,8 @@
 - New table ``idempotency_records``: the first answer to a ``POST`` with an ``Idempotency-Key`` (24 h).
 - ``job_events`` and ``operation_logs`` gain ``code`` + ``args`` (the message as a catalogue code and its
   arguments, rendered in the reader's language); existing rows keep their English text with an empty code.
+  ``approvals`` gains ``decision_code`` + ``decision_args`` the same way, for the notes Crater writes itself
+  (a request closed because its target is gone, approved by the auto rule).
 - ``jobs`` gains ``attempt`` (1 for existing rows), ``requeue_on_preemption`` (true), ``stop_requested_at`` and
   ``exit_signal``.
 - ``users.username`` and ``operation_logs.actor`` widen to 64 characters (names are Unicode now), and
@@ -89,6 +91,11 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('args', sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
     _widen('operation_logs', 'actor', 63, 64)
 
+    with op.batch_alter_table('approvals', schema=None, recreate='never') as batch_op:
+        batch_op.add_column(sa.Column('decision_code', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False,
+                                      server_default=''))
+        batch_op.add_column(sa.Column('decision_args', sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
+
     with op.batch_alter_table('users', schema=None, recreate='never') as batch_op:
         batch_op.add_column(sa.Column('username_key', sqlmodel.sql.sqltypes.AutoString(length=256), nullable=False,
                                       server_default=''))
@@ -103,6 +110,9 @@ def downgrade() -> None:
         batch_op.drop_index('uq_users_username_key')
         batch_op.drop_column('username_key')
     _widen('users', 'username', 64, 63)
+    with op.batch_alter_table('approvals', schema=None, recreate='never') as batch_op:
+        batch_op.drop_column('decision_args')
+        batch_op.drop_column('decision_code')
     _widen('operation_logs', 'actor', 64, 63)
     with op.batch_alter_table('operation_logs', schema=None, recreate='never') as batch_op:
         batch_op.drop_column('args')

@@ -254,7 +254,8 @@ class Approval(SQLModel, table=True):
     ``kind``: ``quota`` (more quota for ``project_id``; ``payload`` = {"guarantee"|"deserved"|"capability": list}),
     ``extend_runtime`` (``job_id``; ``payload`` = {"max_runtime": seconds}), ``reclaim_lock`` (``job_id``),
     ``large_job`` (``job_id`` held until approved). ``status``: ``pending``/``approved``/``rejected``/``closed``
-    (closed: its target is gone). ``auto``: granted by the auto-approval rule.
+    (closed: its target is gone). ``auto``: granted by the auto-approval rule. ``decision_note``: the decider's
+    note, or the English text of ``decision_code``/``decision_args`` when Crater decided (closed, auto-approved).
     """
 
     __tablename__ = "approvals"
@@ -270,6 +271,10 @@ class Approval(SQLModel, table=True):
     auto: bool = False
     decided_by: Optional[int] = Field(default=None, foreign_key="users.id")
     decision_note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    #: a note Crater wrote itself (closed, approved by the rule) as a code (``decision.<code>`` in the catalogues)
+    #: and its arguments, read in the viewer's language; ``""`` for a decider's own note (migration 0005)
+    decision_code: str = Field(default="", max_length=64)
+    decision_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     decided_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
 

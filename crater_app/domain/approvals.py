@@ -28,23 +28,27 @@ STATUSES = ("pending", "approved", "rejected", "closed")
 QUOTA_SECTIONS = quota_lists.SECTIONS
 MAX_REASON_CHARS = 1000
 MAX_NOTE_CHARS = 1000
+#: the most entries one section of a quota request may name
+MAX_PAYLOAD_ENTRIES = 16
 
 
 def check_reason(value: object) -> str:
     """The request's reason: required text of 1..1000 characters (surrounding blanks dropped).
 
     Raises:
-        InvalidInput: (field ``reason``) missing, not a string, blank, over 1000 characters, or not storable text.
+        InvalidInput: (field ``reason``, argument ``max``) ``approval.reason_required`` (missing),
+        ``approval.reason_type`` (not a string, or not storable text), ``approval.reason_empty`` (blank),
+        ``approval.reason_too_long`` (over 1000 characters; ``length``).
     """
     if value is None:
-        raise InvalidInput(f"reason is required: say why, in 1 to {MAX_REASON_CHARS} characters", "reason")
+        raise InvalidInput("approval.reason_required", "reason", max=MAX_REASON_CHARS)
     if not isinstance(value, str) or not is_text(value):
-        raise InvalidInput(f"reason must be text of 1 to {MAX_REASON_CHARS} characters", "reason")
+        raise InvalidInput("approval.reason_type", "reason", max=MAX_REASON_CHARS)
     text = value.strip()
     if not text:
-        raise InvalidInput(f"reason must not be empty: say why, in 1 to {MAX_REASON_CHARS} characters", "reason")
+        raise InvalidInput("approval.reason_empty", "reason", max=MAX_REASON_CHARS)
     if len(text) > MAX_REASON_CHARS:
-        raise InvalidInput(f"reason is {len(text)} characters; the limit is {MAX_REASON_CHARS}", "reason")
+        raise InvalidInput("approval.reason_too_long", "reason", length=len(text), max=MAX_REASON_CHARS)
     return text
 
 
@@ -52,15 +56,16 @@ def check_note(value: object) -> str:
     """A decision's note: optional text of at most 1000 characters (``None`` -> ``""``).
 
     Raises:
-        InvalidInput: (field ``note``) not a string, over 1000 characters, or not storable text.
+        InvalidInput: (field ``note``, argument ``max``) ``approval.note_type`` (not a string, or not storable
+        text), ``approval.note_too_long`` (over 1000 characters; ``length``).
     """
     if value is None:
         return ""
     if not isinstance(value, str) or not is_text(value):
-        raise InvalidInput(f"note must be text of at most {MAX_NOTE_CHARS} characters", "note")
+        raise InvalidInput("approval.note_type", "note", max=MAX_NOTE_CHARS)
     text = value.strip()
     if len(text) > MAX_NOTE_CHARS:
-        raise InvalidInput(f"note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}", "note")
+        raise InvalidInput("approval.note_too_long", "note", length=len(text), max=MAX_NOTE_CHARS)
     return text
 
 
@@ -68,7 +73,7 @@ def _quota_entry(name: object, quantity: object, field: str) -> tuple[str, str |
     """One checked entry of a quota resource list (rules of :func:`crater_app.domain.quota.parse_quota_list`):
     ``(name, value)`` with devices as ``int`` and CPU/memory as the quantity string given."""
     if not isinstance(name, str):
-        raise InvalidInput(f"{field} keys must be strings", field)
+        raise InvalidInput("quota.key_type", field, field_name=field)
     amount = quota_lists.parse_quota_list({name: quantity}, field)[name]
     if quota_lists.split_key(name)[0] in (CPU, MEMORY):
         return name, str(quantity).strip()
@@ -85,22 +90,24 @@ def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
         Kubernetes quantity strings given (``"32"``, ``"500m"``, ``"256Gi"``).
 
     Raises:
-        InvalidInput: naming the field (``payload``, ``payload.capability``, ``payload.capability.cpu``, ...).
+        InvalidInput: naming the field: ``approval.quota_payload`` (``payload``: not an object with a section),
+        ``approval.quota_payload_key`` (``payload.<key>``: not a section), ``approval.quota_payload_list`` or
+        ``quota.list_too_many`` (``payload.<section>``), and the errors of
+        :func:`crater_app.domain.quota.parse_quota_list` (``payload.capability.cpu``, ...).
     """
     if not isinstance(payload, dict) or not payload:
-        raise InvalidInput(
-            "payload must be an object with one or more of guarantee, deserved, capability (resource lists)", "payload"
-        )
+        raise InvalidInput("approval.quota_payload", "payload", sections=list(QUOTA_SECTIONS))
     out: dict[str, dict[str, str | int]] = {}
     for section, entries in payload.items():
         field = f"payload.{section}"
         if section not in QUOTA_SECTIONS:
-            raise InvalidInput(f"payload has unknown key '{str(section)[:64]}'; allowed: "
-                               f"{', '.join(QUOTA_SECTIONS)}", field)
+            raise InvalidInput("approval.quota_payload_key", field, key=str(section)[:64],
+                               sections=list(QUOTA_SECTIONS))
         if not isinstance(entries, dict) or not entries:
-            raise InvalidInput(f"{field} must be a non-empty resource list such as {{\"nvidia.com/gpu\": 8}}", field)
-        if len(entries) > 16:
-            raise InvalidInput(f"{field} has {len(entries)} entries; the limit is 16", field)
+            raise InvalidInput("approval.quota_payload_list", field, field_name=field)
+        if len(entries) > MAX_PAYLOAD_ENTRIES:
+            raise InvalidInput("quota.list_too_many", field, field_name=field, count=len(entries),
+                               max=MAX_PAYLOAD_ENTRIES)
         out[section] = dict(_quota_entry(name, quantity, field) for name, quantity in entries.items())
     return out
 

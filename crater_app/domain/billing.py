@@ -21,7 +21,7 @@ from datetime import datetime
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, is_model_name, is_text
-from crater_app.domain.resources import CPU, MEMORY, parse_resources
+from crater_app.domain.resources import CPU, MEMORY, is_resource_name
 from crater_app.domain.usage import GIB, period_label, period_start
 
 #: at most this many price rows
@@ -33,6 +33,8 @@ MAX_GRANT_POINTS = 1_000_000_000.0
 #: the largest free allowance per member and period, points
 MAX_ALLOWANCE_POINTS = 1_000_000_000.0
 MAX_NOTE_CHARS = 255
+#: the fields of one price row
+PRICE_FIELDS = ("model", "points_per_hour", "resource")
 
 
 @dataclass(frozen=True)
@@ -98,32 +100,12 @@ def period_of(at: datetime) -> str:
     return period_label(period_start(at, "month"), "month")
 
 
-def refusal(project: str, allowance: float, extra: float) -> str:
-    """The sentence a refused submission shows (numbers rounded to 2 decimals)."""
-    return (f"billing: your free allowance in project {project} ({_points(allowance)} points this month) and your "
-            f"extra balance ({_points(extra)} points) are used up; ask a platform admin for more points")
-
-
-def _points(value: float) -> str:
-    return f"{round(value, 2):g}"
-
-
 def _number(value: object, field: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInput(f"{field} must be a number between {low:g} and {high:g}", field)
+        raise InvalidInput("billing.number", field, field_name=field, low=low, high=high)
     if not low <= value <= high:
-        raise InvalidInput(f"{field} must be between {low:g} and {high:g} (got {value:g})", field)
+        raise InvalidInput("billing.number_range", field, field_name=field, low=low, high=high, value=value)
     return float(value) + 0.0  # -0.0 + 0.0 is 0.0: a negative zero is stored and shown as 0
-
-
-def _is_resource_name(name: str) -> bool:
-    """``cpu``, ``memory`` or an extended resource name, by the rule of a JobSpec's ``resources``
-    (:func:`crater_app.domain.resources.parse_resources`)."""
-    try:
-        parse_resources({name: 0}, "resource")
-    except InvalidInput:
-        return False
-    return True
 
 
 def validate_prices(raw: object) -> list[Price]:
@@ -134,44 +116,47 @@ def validate_prices(raw: object) -> list[Price]:
     at most 256 rows.
 
     Raises:
-        InvalidInput: naming the field (``prices[2].points_per_hour``) and the limit.
+        InvalidInput: ``billing.prices_list``/``billing.prices_too_many`` (field ``prices``), ``billing.price_*``
+        naming the field (``prices[2].points_per_hour``) and the limit, ``billing.number``/``billing.number_range``
+        (``low``, ``high``) for the points.
     """
     if not isinstance(raw, list):
-        raise InvalidInput("body must be a list of {resource, model?, points_per_hour}", "prices")
+        raise InvalidInput("billing.prices_list", "prices")
     if len(raw) > MAX_PRICES:
-        raise InvalidInput(f"at most {MAX_PRICES} prices (got {len(raw)})", "prices")
+        raise InvalidInput("billing.prices_too_many", "prices", count=len(raw), max=MAX_PRICES)
     out: list[Price] = []
     seen: set[tuple[str, str]] = set()
     for i, item in enumerate(raw):
         at = f"prices[{i}]"
         if not isinstance(item, dict):
-            raise InvalidInput(f"{at} must be an object {{resource, model?, points_per_hour}}", at)
-        unknown = sorted(str(k) for k in set(item) - {"resource", "model", "points_per_hour"})
+            raise InvalidInput("billing.price_object", at, field_name=at)
+        unknown = sorted(str(k) for k in set(item) - set(PRICE_FIELDS))
         if unknown:
-            raise InvalidInput(f"{at}: unknown field '{unknown[0]}'; allowed: model, points_per_hour, resource",
-                               f"{at}.{unknown[0]}")
+            raise InvalidInput("billing.price_unknown_field", f"{at}.{unknown[0]}", field_name=at, name=unknown[0],
+                               allowed=list(PRICE_FIELDS))
         resource = item.get("resource")
-        if not isinstance(resource, str) or not _is_resource_name(resource):
-            raise InvalidInput(f"{at}.resource must be 'cpu', 'memory' or an accelerator resource name such as "
-                               "'nvidia.com/gpu'", f"{at}.resource")
+        if not isinstance(resource, str) or not is_resource_name(resource):
+            raise InvalidInput("billing.price_resource", f"{at}.resource", field_name=f"{at}.resource")
         model = item.get("model", "")
         if model is None:
             model = ""
         if not isinstance(model, str) or len(model) > MAX_MODEL_CHARS or not is_text(model):
-            raise InvalidInput(f"{at}.model must be text of at most {MAX_MODEL_CHARS} characters", f"{at}.model")
+            raise InvalidInput("billing.price_model_text", f"{at}.model", field_name=f"{at}.model",
+                               max=MAX_MODEL_CHARS)
         model = model.strip()
         if model and not is_model_name(model):
-            raise InvalidInput(f"{at}.model must be an accelerator model name such as 'NVIDIA-A100-SXM4-80GB' "
-                               f"(letters, digits, '.', '_', '-', spaces; at most {MAX_MODEL_CHARS} characters)",
-                               f"{at}.model")
+            raise InvalidInput("billing.price_model_name", f"{at}.model", field_name=f"{at}.model",
+                               max=MAX_MODEL_CHARS)
         if model and resource in (CPU, MEMORY):
-            raise InvalidInput(f"{at}.model applies to accelerator resources only, not '{resource}'", f"{at}.model")
+            raise InvalidInput("billing.price_model_not_accelerator", f"{at}.model", field_name=f"{at}.model",
+                               resource=resource)
         if "points_per_hour" not in item:
-            raise InvalidInput(f"{at}.points_per_hour is required", f"{at}.points_per_hour")
+            raise InvalidInput("billing.price_points_required", f"{at}.points_per_hour",
+                               field_name=f"{at}.points_per_hour")
         points = _number(item["points_per_hour"], f"{at}.points_per_hour", 0.0, MAX_POINTS_PER_HOUR)
         if (resource, model) in seen:
-            raise InvalidInput(f"{at}: the price of {resource}{' ' + model if model else ''} is given twice",
-                               f"{at}.resource")
+            raise InvalidInput("billing.price_twice", f"{at}.resource", field_name=at,
+                               resource=f"{resource} ({model})" if model else resource)
         seen.add((resource, model))
         out.append(Price(resource=resource, model=model, points_per_hour=points))
     return out
@@ -182,15 +167,16 @@ def validate_grant(points: object, note: object) -> tuple[float, str]:
     text of at most 255 characters.
 
     Raises:
-        InvalidInput: field ``points`` or ``note``.
+        InvalidInput: ``billing.number``/``billing.number_range``/``billing.points_zero`` (field ``points``) or
+        ``billing.note`` (field ``note``, ``max``).
     """
     value = _number(points, "points", -MAX_GRANT_POINTS, MAX_GRANT_POINTS)
     if value == 0:
-        raise InvalidInput("points must not be 0", "points")
+        raise InvalidInput("billing.points_zero", "points")
     if note is None:
         note = ""
     if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or not is_text(note):
-        raise InvalidInput(f"note must be text of at most {MAX_NOTE_CHARS} characters", "note")
+        raise InvalidInput("billing.note", "note", max=MAX_NOTE_CHARS)
     return value, note
 
 

@@ -4,7 +4,7 @@ A quota list is a Kubernetes-style resource list (``{"cpu": "64", "memory": "256
 may also name an accelerator *model* after a colon (``"nvidia.com/gpu:NVIDIA-A100-SXM4-80GB": 4``), as Volcano
 Queues do with per-model scalar resources. Parsed, it is a *usage*: resource key -> integer amount, in canonical
 units (``cpu`` millicores, ``memory`` bytes, accelerators whole devices), the shape :mod:`crater_app.domain.admission`
-works with. Quantities go through :func:`crater_app.domain.resources.parse_resources` (hence
+works with. Quantities go through :func:`crater_app.domain.resources.parse_amount` (hence
 ``kubernetes.utils.parse_quantity``), so a quota accepts exactly what a JobSpec's ``resources`` accepts.
 
 Rules (Volcano Queue spec, ``guarantee <= deserved <= capability``): a key absent from ``capability`` has no
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import ACCELERATOR_MODEL, MAX_MODEL_CHARS
-from crater_app.domain.resources import CPU, MEMORY, ResourceList, format_bytes, parse_resources
+from crater_app.domain.resources import CPU, MEMORY, ResourceList, format_bytes, parse_amount
 
 Usage = dict[str, int]
 
@@ -58,43 +58,29 @@ def parse_quota_list(raw: object, field_prefix: str) -> Usage:
         ``{key: amount}``; cpu millicores, memory bytes, accelerators devices; zero amounts kept.
 
     Raises:
-        InvalidInput: not a mapping, more than :data:`MAX_QUOTA_KEYS` keys, unknown key shape, bad model name,
-            unparseable or negative quantity, fractional devices (field ``<prefix>.<key>``).
+        InvalidInput: ``quota.list_not_mapping``, ``quota.list_too_many`` (``count``, ``max``), ``quota.key_type``
+            (field ``<prefix>``); ``quota.model_not_accelerator``, ``quota.model_name`` (``max``) and every error of
+            :func:`crater_app.domain.resources.parse_amount` (field ``<prefix>.<key>``, the key as written).
     """
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise InvalidInput(f"{field_prefix} must be a mapping of resource name to quantity", field_prefix)
+        raise InvalidInput("quota.list_not_mapping", field_prefix, field_name=field_prefix)
     if len(raw) > MAX_QUOTA_KEYS:
-        raise InvalidInput(f"{field_prefix} has {len(raw)} entries; the limit is {MAX_QUOTA_KEYS}", field_prefix)
+        raise InvalidInput("quota.list_too_many", field_prefix, field_name=field_prefix, count=len(raw),
+                           max=MAX_QUOTA_KEYS)
     out: Usage = {}
     for key, quantity in raw.items():
         if not isinstance(key, str):
-            raise InvalidInput(f"{field_prefix} keys must be strings", field_prefix)
+            raise InvalidInput("quota.key_type", field_prefix, field_name=field_prefix)
         field_name = f"{field_prefix}.{key}"
         resource, model = split_key(key)
         if model is not None:
             if resource in (CPU, MEMORY):
-                raise InvalidInput(f"{field_name}: only accelerator resources take a model after ':'", field_name)
+                raise InvalidInput("quota.model_not_accelerator", field_name, field_name=field_name)
             if not model or len(model) > MAX_MODEL_CHARS or not ACCELERATOR_MODEL.fullmatch(model):
-                raise InvalidInput(
-                    f"{field_name}: the model after ':' must be a model name such as 'NVIDIA-A100-SXM4-80GB' "
-                    f"({MAX_MODEL_CHARS} characters at most, letters, digits, '.', '_', '-', ' ')",
-                    field_name,
-                )
-        try:
-            parsed = parse_resources({resource: quantity}, field_prefix)
-        except InvalidInput as exc:
-            if model is None:
-                raise
-            # Report the model key the caller wrote, not the bare resource name.
-            raise InvalidInput(exc.message.replace(f"{field_prefix}.{resource}", field_name), field_name) from None
-        if resource == CPU:
-            out[key] = parsed.cpu_m
-        elif resource == MEMORY:
-            out[key] = parsed.memory_bytes
-        else:
-            out[key] = parsed.accelerators.get(resource, 0)
+                raise InvalidInput("quota.model_name", field_name, field_name=field_name, max=MAX_MODEL_CHARS)
+        out[key] = parse_amount(resource, quantity, field_name)
     return out
 
 
@@ -114,17 +100,16 @@ def parse_quota(body: object) -> Quota:
     (Volcano's Queue validation webhook rule); ``guarantee <= capability`` where ``deserved`` omits the key.
 
     Raises:
-        InvalidInput: a non-mapping body (field ``quota``), an unknown section (field ``quota.<name>``), any error of
-            :func:`parse_quota_list`, or an order violation naming the key and both values (field
-            ``deserved.<key>`` or ``guarantee.<key>``).
+        InvalidInput: ``quota.not_mapping`` (field ``quota``), ``quota.unknown_section`` (field ``quota.<name>``;
+            ``section``, ``sections``), any error of :func:`parse_quota_list`, or ``quota.order`` (see
+            :func:`check_order`).
     """
     if not isinstance(body, Mapping):
-        raise InvalidInput("quota must be an object with guarantee, deserved and capability", "quota")
+        raise InvalidInput("quota.not_mapping", "quota", sections=list(SECTIONS))
     for name in body:
         if name not in SECTIONS:
-            raise InvalidInput(
-                f"quota has unknown section '{str(name)[:64]}'; use guarantee, deserved or capability", f"quota.{name}"
-            )
+            raise InvalidInput("quota.unknown_section", f"quota.{name}", section=str(name)[:64],
+                               sections=list(SECTIONS))
     parsed = {name: parse_quota_list(body.get(name), name) for name in SECTIONS}
     check_order(parsed["guarantee"], parsed["deserved"], parsed["capability"])
     return Quota(**parsed)
@@ -134,18 +119,17 @@ def check_order(guarantee: Usage, deserved: Usage, capability: Usage) -> None:
     """Check ``guarantee <= deserved <= capability`` per key where both sides give the key.
 
     Raises:
-        InvalidInput: field ``guarantee.<key>`` or ``deserved.<key>``, message with both amounts.
+        InvalidInput: ``quota.order``, field ``guarantee.<key>`` or ``deserved.<key>``; arguments ``low``/``high``
+        (the two field paths) and ``low_amount``/``high_amount`` (``{key: amount}`` in Crater's units).
     """
     pairs = (("guarantee", guarantee, "deserved", deserved), ("deserved", deserved, "capability", capability),
              ("guarantee", guarantee, "capability", capability))
     for low_name, low, high_name, high in pairs:
         for key in sorted(low):
             if key in high and low[key] > high[key]:
-                raise InvalidInput(
-                    f"{low_name}.{key} ({format_amount(key, low[key])}) must not exceed {high_name}.{key} "
-                    f"({format_amount(key, high[key])})",
-                    f"{low_name}.{key}",
-                )
+                raise InvalidInput("quota.order", f"{low_name}.{key}", low=f"{low_name}.{key}",
+                                   high=f"{high_name}.{key}", low_amount={key: low[key]},
+                                   high_amount={key: high[key]})
 
 
 def render_quota_list(usage: Mapping[str, int]) -> dict[str, str]:

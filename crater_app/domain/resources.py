@@ -20,6 +20,8 @@ NVIDIA_GPU = "nvidia.com/gpu"
 # Kubernetes extended resource names: a domain-qualified name, e.g. nvidia.com/gpu, huawei.com/Ascend910.
 _EXTENDED = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 MAX_RESOURCE_NAMES = 16
+#: the longest quantity text (``"512Gi"``, ``"1.5"``) a resource list takes
+MAX_QUANTITY_CHARS = 32
 # Canonical amounts (millicores, bytes, devices) are stored as 64-bit integers. A larger one ('1e99999' is 7
 # characters) is refused before int() would build, and str() would fail to print, a number of 100,000 digits.
 MAX_CANONICAL = 2**63 - 1
@@ -55,23 +57,62 @@ class ResourceList:
 
 def _quantity(raw: object, field_name: str) -> Decimal:
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise InvalidInput(f"{field_name} must be a quantity such as '2', '500m' or '4Gi'", field_name)
+        raise InvalidInput("resources.quantity_type", field_name, field_name=field_name)
     text = str(raw).strip()
-    if len(text) > 32:
-        raise InvalidInput(f"{field_name} is {len(text)} characters; the limit is 32", field_name)
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise InvalidInput("resources.quantity_too_long", field_name, field_name=field_name, length=len(text),
+                           max=MAX_QUANTITY_CHARS)
     try:
         value = parse_quantity(text)
         if value.is_finite() and not _QUANTITY.fullmatch(text):
             raise ValueError(text)
     except (ValueError, TypeError, ArithmeticError):
-        raise InvalidInput(
-            f"{field_name} '{text}' is not a Kubernetes quantity (e.g. '2', '500m', '4Gi')", field_name
-        ) from None
+        raise InvalidInput("resources.quantity_format", field_name, field_name=field_name, value=text) from None
     if not value.is_finite():  # parse_quantity accepts "inf"/"Infinity"
-        raise InvalidInput(f"{field_name} '{text}' is not a finite quantity (e.g. '2', '500m', '4Gi')", field_name)
+        raise InvalidInput("resources.quantity_infinite", field_name, field_name=field_name, value=text)
     if value < 0:
-        raise InvalidInput(f"{field_name} must not be negative (got {text})", field_name)
+        raise InvalidInput("resources.quantity_negative", field_name, field_name=field_name, value=text)
     return value
+
+
+def is_resource_name(name: object) -> bool:
+    """``cpu``, ``memory`` or a Kubernetes extended resource name (``nvidia.com/gpu``, at most 253 characters)."""
+    return isinstance(name, str) and (name in (CPU, MEMORY) or (len(name) <= 253 and bool(_EXTENDED.fullmatch(name))))
+
+
+def parse_amount(name: str, quantity: object, field_name: str) -> int:
+    """One entry of a resource list in Crater's units: ``cpu`` millicores, ``memory`` bytes, an extended resource
+    (``nvidia.com/gpu``) whole devices. ``field_name`` is the full path errors name
+    (``resources.nvidia.com/gpu``, ``capability.nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``).
+
+    Raises:
+        InvalidInput: (field ``field_name``, also the argument ``field_name``) ``resources.quantity_*`` (not a
+        Kubernetes quantity of at most 32 characters, infinite, negative: ``value``), ``resources.*_too_large``
+        (over a 64-bit amount: ``value``, ``max``), ``resources.*_fraction`` (finer than 1m CPU, 1 byte, 1 device:
+        ``value``), ``resources.unknown_name`` (``name``: not cpu, memory or an extended name).
+    """
+    value = _quantity(quantity, field_name)
+    given = str(quantity)[:MAX_QUANTITY_CHARS]
+    if name == CPU:
+        if value > MAX_CANONICAL or value * 1000 > MAX_CANONICAL:
+            raise InvalidInput("resources.cpu_too_large", field_name, field_name=field_name, value=given,
+                               max=MAX_CANONICAL)
+        if value * 1000 != (value * 1000).to_integral_value():
+            raise InvalidInput("resources.cpu_fraction", field_name, field_name=field_name, value=given)
+        return int(value * 1000)
+    if value > MAX_CANONICAL and name == MEMORY:
+        raise InvalidInput("resources.memory_too_large", field_name, field_name=field_name, value=given,
+                           max=MAX_CANONICAL)
+    if value > MAX_CANONICAL:
+        raise InvalidInput("resources.devices_too_large", field_name, field_name=field_name, value=given,
+                           max=MAX_CANONICAL)
+    if not is_resource_name(name):
+        raise InvalidInput("resources.unknown_name", field_name, field_name=field_name, name=str(name)[:64])
+    if value != value.to_integral_value():
+        if name == MEMORY:
+            raise InvalidInput("resources.memory_fraction", field_name, field_name=field_name, value=given)
+        raise InvalidInput("resources.devices_fraction", field_name, field_name=field_name, value=given)
+    return int(value)
 
 
 def parse_resources(raw: object, field_prefix: str = "resources") -> ResourceList:
@@ -82,52 +123,29 @@ def parse_resources(raw: object, field_prefix: str = "resources") -> ResourceLis
         field_prefix: path used in error fields, e.g. ``resources`` -> ``resources.memory``.
 
     Raises:
-        InvalidInput: unknown name shape, unparseable/negative quantity, fractional accelerators,
-            CPU finer than 1m, memory finer than 1 byte.
+        InvalidInput: ``resources.not_mapping``, ``resources.too_many`` (``count``, ``max``), ``resources.key_type``
+            (field ``field_prefix``), and any error of :func:`parse_amount` (field ``<prefix>.<name>``).
     """
     if raw is None:
         return ResourceList()
     if not isinstance(raw, dict):
-        raise InvalidInput(f"{field_prefix} must be a mapping of resource name to quantity", field_prefix)
+        raise InvalidInput("resources.not_mapping", field_prefix, field_name=field_prefix)
     if len(raw) > MAX_RESOURCE_NAMES:
-        raise InvalidInput(
-            f"{field_prefix} has {len(raw)} entries; the limit is {MAX_RESOURCE_NAMES}", field_prefix
-        )
+        raise InvalidInput("resources.too_many", field_prefix, field_name=field_prefix, count=len(raw),
+                           max=MAX_RESOURCE_NAMES)
     cpu_m = 0
     memory = 0
     accelerators: dict[str, int] = {}
     for name, quantity in raw.items():
-        field_name = f"{field_prefix}.{name}"
         if not isinstance(name, str):
-            raise InvalidInput(f"{field_prefix} keys must be strings", field_prefix)
-        value = _quantity(quantity, field_name)
-        if value > MAX_CANONICAL or value * (1000 if name == CPU else 1) > MAX_CANONICAL:
-            unit = "millicores" if name == CPU else "bytes" if name == MEMORY else "devices"
-            raise InvalidInput(f"{field_name} '{str(quantity)[:32]}' is too large (over {MAX_CANONICAL} {unit})", field_name)
+            raise InvalidInput("resources.key_type", field_prefix, field_name=field_prefix)
+        amount = parse_amount(name, quantity, f"{field_prefix}.{name}")
         if name == CPU:
-            millis = value * 1000
-            if millis != millis.to_integral_value():
-                raise InvalidInput(f"{field_name} must be a whole number of millicores (got {quantity})", field_name)
-            cpu_m = int(millis)
+            cpu_m = amount
         elif name == MEMORY:
-            if value != value.to_integral_value():
-                raise InvalidInput(f"{field_name} must be a whole number of bytes (got {quantity})", field_name)
-            memory = int(value)
-        elif len(name) <= 253 and _EXTENDED.fullmatch(name):
-            if value != value.to_integral_value():
-                raise InvalidInput(
-                    f"{field_name} must be a whole number of devices; fractional accelerators "
-                    f"are not supported (got {quantity})",
-                    field_name,
-                )
-            if value:
-                accelerators[name] = int(value)
-        else:
-            raise InvalidInput(
-                f"{field_prefix} has unknown resource '{name[:64]}'; use cpu, memory or an extended "
-                "name such as nvidia.com/gpu",
-                field_name,
-            )
+            memory = amount
+        elif amount:
+            accelerators[name] = amount
     return ResourceList(cpu_m=cpu_m, memory_bytes=memory, accelerators=accelerators)
 
 

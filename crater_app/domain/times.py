@@ -29,24 +29,21 @@ def parse_utc(raw: object, field: str) -> datetime:
     """``raw`` (an ISO 8601 string such as ``2026-12-31T23:59:59Z``) as a timezone-aware UTC datetime.
 
     Raises:
-        InvalidInput: naming ``field``, when ``raw`` is not a string of at most 64 characters, not ISO 8601, or
-            has no UTC offset (a naive time is ambiguous; Crater stores UTC only), or falls outside years
-            0001..9999 in UTC.
+        InvalidInput: naming ``field`` (also as the argument ``field_name``): ``time.required`` (not a string of
+            1..64 characters; ``max``), ``time.format`` (not ISO 8601), ``time.no_offset`` (a naive time is
+            ambiguous; Crater stores UTC only) or ``time.out_of_range`` (outside years 0001..9999 in UTC); ``value``
+            the text given.
     """
     if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_ISO_CHARS:
-        raise InvalidInput(
-            f"{field} must be an ISO 8601 time with an offset such as '2026-12-31T23:59:59Z' "
-            f"(at most {MAX_ISO_CHARS} characters)", field,
-        )
+        raise InvalidInput("time.required", field, field_name=field, max=MAX_ISO_CHARS)
     text = raw.strip()
     try:
         value = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
     except ValueError:
-        raise InvalidInput(f"{field} '{text[:MAX_ISO_CHARS]}' is not an ISO 8601 time such as '2026-12-31T23:59:59Z'",
-                           field) from None
+        raise InvalidInput("time.format", field, field_name=field, value=text[:MAX_ISO_CHARS]) from None
     if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInput(f"{field} must carry a UTC offset ('Z' or '+00:00'); '{text}' has none", field)
+        raise InvalidInput("time.no_offset", field, field_name=field, value=text)
     try:
         return value.astimezone(timezone.utc)
     except OverflowError:  # e.g. 9999-12-31T23:59:59-12:00 is past year 9999 in UTC
-        raise InvalidInput(f"{field} '{text}' is outside the years 0001..9999 once converted to UTC", field) from None
+        raise InvalidInput("time.out_of_range", field, field_name=field, value=text) from None

@@ -220,9 +220,10 @@ def rollup(runs: Iterable[JobRun], window: Window, group_by: str, now: datetime)
 
 
 def check_choice(value: object, choices: tuple[str, ...], field_name: str) -> str:
-    """``value`` when it is one of ``choices``. Raises :class:`InvalidInput` naming ``field_name`` otherwise."""
+    """``value`` when it is one of ``choices``. Raises :class:`InvalidInput` ``usage.choice`` naming ``field_name``
+    (arguments ``field_name`` and ``choices``) otherwise."""
     if not isinstance(value, str) or value not in choices:
-        raise InvalidInput(f"{field_name} must be one of {', '.join(choices)}", field_name)
+        raise InvalidInput("usage.choice", field_name, field_name=field_name, choices=list(choices))
     return value
 
 
@@ -230,15 +231,16 @@ def window_of(start: datetime | None, end: datetime | None, granularity: str, no
     """The query window: ``end`` defaults to ``now``, ``start`` to :data:`DEFAULT_WINDOW_DAYS` before ``end``.
 
     Raises:
-        InvalidInput: ``to`` not after ``from`` (field ``to``); the window longer than :data:`MAX_WINDOW_DAYS` days
-        (field ``from``); ``granularity`` unknown (field ``granularity``).
+        InvalidInput: ``usage.window_order`` (``to`` not after ``from``; field ``to``, ``start``/``end`` ISO UTC);
+        ``usage.window_too_long`` (longer than :data:`MAX_WINDOW_DAYS` days; field ``from``, ``days``, ``max``);
+        ``usage.choice`` (``granularity`` unknown).
     """
     check_choice(granularity, GRANULARITIES, "granularity")
     end = _utc(end) if end is not None else _utc(now)
     start = _utc(start) if start is not None else end - timedelta(days=DEFAULT_WINDOW_DAYS)
     if end <= start:
-        raise InvalidInput(f"to ({end.isoformat()}) must be after from ({start.isoformat()})", "to")
+        raise InvalidInput("usage.window_order", "to", start=start.isoformat(), end=end.isoformat())
     if end - start > timedelta(days=MAX_WINDOW_DAYS):
-        days = (end - start).total_seconds() / 86400
-        raise InvalidInput(f"from .. to covers {days:.1f} days; the limit is {MAX_WINDOW_DAYS} days", "from")
+        days = round((end - start).total_seconds() / 86400, 1)
+        raise InvalidInput("usage.window_too_long", "from", days=days, max=MAX_WINDOW_DAYS)
     return Window(start=start, end=end, granularity=granularity)

@@ -8,7 +8,7 @@ Components look strings up in the state's ``tr`` dict (``t("jobs.title")`` in ``
 state code that builds a sentence uses :func:`translate`. Service messages (errors, job reasons, events,
 operation-log details) are a code plus JSON arguments; :func:`render` writes them in a language, with values
 formatted as that language writes them (``{limit:duration}``, ``{request:resources}``: see
-:mod:`crater_app.i18n.format`).
+:mod:`crater_app.i18n.format`); an argument may itself be a message (:func:`part`, written ``{why:message}``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
-from crater_app.i18n.format import MessageFormatter
+from crater_app.i18n.format import MessageFormatter, part
+
+__all__ = ["DEFAULT_LANGUAGE", "LANGUAGES", "lookup", "messages", "normalize", "part", "render", "translate"]
 
 DEFAULT_LANGUAGE = "en"
 #: language code -> its own name (shown in the language switch)

@@ -11,10 +11,17 @@ placeholder                        argument                                 ``en
 ``{cpu:cpu}``                      millicores (int)                         ``1.5 cores`` / ``1.5 核``
 ``{request:resources}``            ``{resource: amount}`` in Crater units   ``2 × nvidia.com/gpu, 4 cores``
 ``{names:list}``                   list of strings                          ``a, b and c`` / ``a、b 和 c``
+``{names:choices}``                list of strings                          ``a, b or c`` / ``a、b 或 c``
 ``{jobs:plural:job|jobs}``         count (int)                              ``3 jobs`` / (Chinese writes none)
 ``{at:time}``                      ISO 8601 UTC instant (str)               ``2026-12-01 10:00 UTC``
+``{points:number}``                a number                                 ``1,000,000``, ``12.5`` (both)
 ``{phase:phase}``                  a job phase (``Running``)                ``Running`` / ``运行中``
+``{kind:term:approvals.kind}``     a word with a catalogue entry            ``approvals.kind.<word>``'s text
+``{capability:limits}``            a resource dict; ``{}`` is no ceiling    as ``resources``; ``{}``: ``no limit``
+``{why:message}``                  a nested message (:func:`part`)          its own template, same language
 =================================  ======================================  ===================================
+
+A duration of ``None`` (no limit, such as a job without ``max_runtime``) is written ``none`` / ``无``.
 
 A resource dict's amounts are in Crater's units (DESIGN.md §5): ``cpu`` millicores, ``memory`` and
 ``ephemeral-storage`` bytes, anything else (accelerators) devices; a key may carry an accelerator model after a
@@ -43,8 +50,20 @@ def _number(value: float) -> str:
     return text if text not in ("", "-0") else "0"
 
 
+def number(lang: str, value: object) -> str:
+    """A number with thousands separators and at most two decimals (``1000000`` -> ``1,000,000``; ``12.5``; ``-3``),
+    the same in both languages."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    text = f"{value:,.2f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
 def duration(lang: str, seconds: object) -> str:
-    """Seconds as the two largest units (``90`` -> ``1m 30s`` / ``1分钟30秒``; ``0`` -> ``0s`` / ``0秒``)."""
+    """Seconds as the two largest units (``90`` -> ``1m 30s`` / ``1分钟30秒``; ``0`` -> ``0s`` / ``0秒``); ``None``
+    (no limit) -> ``none`` / ``无``."""
+    if seconds is None:
+        return "无" if lang == ZH else "none"
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         return str(seconds)
     left = int(round(seconds))
@@ -109,7 +128,22 @@ def resources(lang: str, amounts: object) -> str:
     return ("、" if lang == ZH else ", ").join(resource_amount(lang, k, amounts[k]) for k in order)
 
 
-def listing(lang: str, items: object) -> str:
+def limits(lang: str, amounts: object) -> str:
+    """A resource dict that is a ceiling (a quota's ``capability``, a member's ``share``): as :func:`resources`, but
+    ``{}`` means no ceiling (``no limit`` / ``不限``)."""
+    if isinstance(amounts, Mapping) and not amounts:
+        return "不限" if lang == ZH else "no limit"
+    return resources(lang, amounts)
+
+
+def part(key: str, **args: object) -> dict:
+    """A message nested in another one's arguments: ``{"key": <catalogue key>, "args": {...}}``, written by the
+    ``{name:message}`` placeholder in the outer message's language (e.g. a notification's target
+    ``part("approval.target.job", job_id=12, job_name="train")``). The arguments are JSON values as any message's."""
+    return {"key": key, "args": args}
+
+
+def listing(lang: str, items: object, conjunction: tuple[str, str] = ("and", "和")) -> str:
     """A list of words (``["a", "b", "c"]`` -> ``a, b and c`` / ``a、b 和 c``)."""
     if not isinstance(items, (list, tuple)):
         return str(items)
@@ -117,8 +151,13 @@ def listing(lang: str, items: object) -> str:
     if len(words) <= 1:
         return "".join(words)
     if lang == ZH:
-        return "、".join(words[:-1]) + " 和 " + words[-1]
-    return ", ".join(words[:-1]) + " and " + words[-1]
+        return "、".join(words[:-1]) + f" {conjunction[1]} " + words[-1]
+    return ", ".join(words[:-1]) + f" {conjunction[0]} " + words[-1]
+
+
+def alternatives(lang: str, items: object) -> str:
+    """A list of choices (``["a", "b", "c"]`` -> ``a, b or c`` / ``a、b 或 c``)."""
+    return listing(lang, items, ("or", "或"))
 
 
 def plural(lang: str, count: object, forms: str) -> str:
@@ -143,21 +182,36 @@ def instant(lang: str, value: object) -> str:
 
 #: format name -> writer(lang, value)
 WRITERS: dict[str, Callable[[str, object], str]] = {
-    "duration": duration, "bytes": size, "cpu": cpu, "resources": resources, "list": listing, "time": instant,
+    "duration": duration, "bytes": size, "cpu": cpu, "resources": resources, "limits": limits, "list": listing,
+    "choices": alternatives, "time": instant, "number": number,
 }
+#: how deep ``{x:message}`` parts may nest (a part's arguments holding parts)
+MAX_DEPTH = 4
 
 
 class MessageFormatter(string.Formatter):
     """``str.format`` with Crater's value formats (the table in this module's docstring) in one language.
 
-    ``phase`` is looked up through ``lookup`` (the language's catalogue: ``phase.<Name>``); an unknown format name
-    falls back to ``str(value)`` so that a catalogue typo shows the value rather than failing the request.
+    ``phase``, ``term`` and ``message`` are looked up through ``lookup`` (the language's catalogue: ``phase.<Name>``,
+    ``<prefix>.<word>``, a part's key); an unknown format name falls back to ``str(value)`` so that a catalogue typo
+    shows the value rather than failing the request.
     """
 
-    def __init__(self, lang: str, lookup: Callable[[str], str | None]) -> None:
+    def __init__(self, lang: str, lookup: Callable[[str], str | None], depth: int = 0) -> None:
         super().__init__()
         self.lang = lang
         self.lookup = lookup
+        self.depth = depth
+
+    def _part(self, value: Any) -> str:
+        """A nested message (:func:`part`) in this language; anything else as ``str``."""
+        if not isinstance(value, Mapping) or not isinstance(value.get("key"), str):
+            return str(value)
+        template = self.lookup(value["key"])
+        args = value.get("args") or {}
+        if template is None or self.depth >= MAX_DEPTH or not isinstance(args, Mapping):
+            return value["key"]
+        return MessageFormatter(self.lang, self.lookup, self.depth + 1).vformat(template, (), dict(args))
 
     def format_field(self, value: Any, format_spec: str) -> str:
         name, _, rest = format_spec.partition(":")
@@ -165,6 +219,10 @@ class MessageFormatter(string.Formatter):
             return plural(self.lang, value, rest)
         if name == "phase":
             return self.lookup(f"phase.{value}") or str(value)
+        if name == "term":
+            return self.lookup(f"{rest}.{value}") or str(value)
+        if name == "message":
+            return self._part(value)
         writer = WRITERS.get(name)
         if writer is not None:
             return writer(self.lang, value)
@@ -185,6 +243,6 @@ def placeholders(template: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for _, name, spec, _ in string.Formatter().parse(template):
         if name is not None:
-            kind = (spec or "").partition(":")[0]
-            found[name] = "" if kind == "plural" else kind
+            spec = spec or ""
+            found[name] = "" if spec.partition(":")[0] == "plural" else spec
     return found

@@ -14,7 +14,9 @@ class ApprovalPublic(Public):
     ``current`` the value in force when the request was read (``{"max_runtime": seconds|None}``, the project's
     quota sections), for comparison; ``auto`` granted by the auto-approval rule; ``decided_by`` a user name
     (``None`` while pending, when automatic or closed by the system); times UTC. ``can_decide``: whether the
-    caller may approve or reject it now."""
+    caller may approve or reject it now. ``decision_note`` is the decider's note, or the English text of a note
+    Crater wrote itself, which is also given as ``decision_code`` (``decision.<code>`` in the catalogues) and
+    ``decision_args`` (``""`` and ``{}`` for a decider's own note)."""
 
     id: int
     kind: str
@@ -32,6 +34,8 @@ class ApprovalPublic(Public):
     created_at: datetime
     decided_at: datetime | None
     can_decide: bool = False
+    decision_code: str = ""
+    decision_args: dict = {}
 
 
 class ApprovalPage(Public):

@@ -45,7 +45,6 @@ from crater_app.domain.billing import (
     hourly_rate,
     period_of,
     price_table,
-    refusal,
     split_charge,
     validate_allowance,
     validate_grant,
@@ -82,7 +81,7 @@ def _price_public(p: BillingPrice) -> BillingPricePublic:
 def list_prices(ctx: ServiceContext, actor: Actor) -> list[BillingPricePublic]:
     """The price table by resource then model (every signed-in user). Raises :class:`Forbidden` otherwise."""
     if not can_read_prices(actor):
-        raise Forbidden("sign in to read prices")
+        raise Forbidden("billing.read_prices_forbidden")
     with ctx.session(read_only=True) as s:
         rows = s.exec(select(BillingPrice).order_by(BillingPrice.resource, BillingPrice.model)).all()
         return [_price_public(p) for p in rows]
@@ -97,7 +96,7 @@ def set_prices(ctx: ServiceContext, actor: Actor, raw: object) -> list[BillingPr
         Forbidden: not a platform admin. InvalidInput: a bad row (field such as ``prices[1].points_per_hour``).
     """
     if not can_manage_billing(actor):
-        raise Forbidden("only platform admins may set prices")
+        raise Forbidden("billing.set_prices_forbidden")
     prices = validate_prices(raw)
     wanted = {(p.resource, p.model): p for p in prices}
     now = utcnow()
@@ -116,10 +115,18 @@ def set_prices(ctx: ServiceContext, actor: Actor, raw: object) -> list[BillingPr
                 row.points_per_hour, row.updated_at = price.points_per_hour, now
                 s.add(row)
         s.flush()
-        details = "; ".join(f"{p.resource}{':' + p.model if p.model else ''}={p.points_per_hour:g}/h" for p in prices)
-        oplog.record(s, actor, "billing:prices:set", "billing-prices", details=details or "(no prices)")
+        if prices:
+            oplog.record(s, actor, "billing:prices:set", "billing-prices", code="billing.prices_set",
+                         args={"prices": [_price_text(p) for p in prices]})
+        else:
+            oplog.record(s, actor, "billing:prices:set", "billing-prices", code="billing.prices_cleared")
         rows = s.exec(select(BillingPrice).order_by(BillingPrice.resource, BillingPrice.model)).all()
         return [_price_public(p) for p in rows]
+
+
+def _price_text(price: Price) -> str:
+    """One price for the operation log, in no language: ``nvidia.com/gpu (NVIDIA-A100-SXM4-80GB): 10``."""
+    return f"{price.resource}{f' ({price.model})' if price.model else ''}: {price.points_per_hour:g}"
 
 
 def _prices(s: Session) -> list[Price]:
@@ -158,14 +165,14 @@ def balance(ctx: ServiceContext, actor: Actor, project: object = None, now: date
         not a member (nor a platform admin).
     """
     if not can_read_balance(actor):
-        raise Forbidden("sign in to read your balance")
+        raise Forbidden("billing.balance_forbidden")
     period = period_of(now or utcnow())
     with ctx.session(read_only=True) as s:
         if project is not None:
             check_dns1123_label(project, "project")
             found = s.exec(select(Project).where(Project.name == project)).first()
             if found is None or not can_read_project(actor, found.id):
-                raise NotFound(f"project '{project}' does not exist", "project")
+                raise NotFound("project.not_found", "project", name=project)
             chosen = [found]
         else:
             ids = list(actor.project_roles)
@@ -190,19 +197,23 @@ def grant_points(ctx: ServiceContext, actor: Actor, username: object, points: ob
         255 characters. NotFound: no such user.
     """
     if not can_manage_billing(actor):
-        raise Forbidden("only platform admins may grant points")
+        raise Forbidden("billing.grant_forbidden")
     check_dns1123_label(username, "username")
     value, text = validate_grant(points, note)
     now = utcnow()
     with ctx.session() as s:
         user = s.exec(select(User).where(User.username == username)).first()
         if user is None:
-            raise NotFound(f"user '{username}' does not exist", "username")
+            raise NotFound("billing.unknown_user", "username", name=username)
         s.execute(_USERS.update().where(_USERS.c.id == user.id).values(extra_points=_USERS.c.extra_points + value))
         s.execute(_LEDGER.insert(), {"at": now, "user_id": user.id, "project_id": None, "job_id": None,
                                      "period": period_of(now), "source": "extra", "points": value,
-                                     "note": text or f"granted by {actor.username}"})
-        oplog.record(s, actor, "billing:grant", user.username, details=f"points={value:g}; note={text}")
+                                     "note": text})
+        if text:
+            oplog.record(s, actor, "billing:grant", user.username, code="billing.granted_note",
+                         args={"points": value, "note": text})
+        else:
+            oplog.record(s, actor, "billing:grant", user.username, code="billing.granted", args={"points": value})
         after = _extra(s, user.id)
         return PointGrantPublic(username=user.username, points=value, note=text, extra_points=round(after, 6))
 
@@ -220,15 +231,15 @@ def set_project_billing(ctx: ServiceContext, actor: Actor, name: object,
     with ctx.session() as s:
         project = s.exec(select(Project).where(Project.name == name)).first()
         if project is None or not can_read_project(actor, project.id):
-            raise NotFound(f"project '{name}' does not exist", "name")
+            raise NotFound("project.not_found", "name", name=name)
         if not can_manage_billing(actor):
-            raise Forbidden(f"only platform admins may set the billing of project '{project.name}'")
+            raise Forbidden("billing.set_project_forbidden", project=project.name)
         points = validate_allowance(member_allowance_points)
         before = project.member_allowance_points
         project.member_allowance_points = points
         s.add(project)
-        oplog.record(s, actor, "project:billing:set", project.name,
-                     details=f"member_allowance_points={before:g}->{points:g}")
+        oplog.record(s, actor, "project:billing:set", project.name, code="billing.allowance_set",
+                     args={"before": before, "after": points})
         return ProjectBillingPublic(project=project.name, member_allowance_points=points)
 
 
@@ -242,7 +253,8 @@ def check_can_submit(ctx: ServiceContext, actor: Actor, project_id: int, now: da
     Does nothing when ``settings.billing_enabled`` is off (the default).
 
     Raises:
-        PaymentRequired: (HTTP 402, field ``project``) with the sentence of :func:`domain.billing.refusal`.
+        PaymentRequired: ``billing.exhausted`` (HTTP 402, field ``project``; ``project``, ``allowance`` and
+        ``extra`` points, rounded to 2 decimals).
     """
     if not ctx.settings.billing_enabled:
         return
@@ -250,12 +262,13 @@ def check_can_submit(ctx: ServiceContext, actor: Actor, project_id: int, now: da
     with ctx.session(read_only=True) as s:
         project = s.get(Project, project_id)
         if project is None:
-            raise NotFound(f"project {project_id} does not exist", "project")
+            raise NotFound("project.id_not_found", "project", id=project_id)
         allowance = _allowance(s, actor.user_id, project)
         left = allowance - _allowance_used(s, actor.user_id, project_id, period)
         extra = _extra(s, actor.user_id)
     if exhausted(left, extra):
-        raise PaymentRequired(refusal(project.name, allowance, extra), "project")
+        raise PaymentRequired("billing.exhausted", "project", project=project.name, allowance=round(allowance, 2),
+                              extra=round(extra, 2))
 
 
 # ---- charging -----------------------------------------------------------------------------------------------------
@@ -332,7 +345,7 @@ def charge_running(ctx: ServiceContext, now: datetime) -> int:
                                                                                        period)
                 from_allowance, from_extra = split_charge(points, left[key])
                 left[key] -= from_allowance
-                note = f"job #{job.id}"
+                note = ""  # the row names the job (job_id)
                 if from_allowance > 0:
                     s.execute(_LEDGER.insert(), {"at": now, "user_id": job.user_id, "project_id": job.project_id,
                                                  "job_id": job.id, "period": period, "source": "allowance",

@@ -209,7 +209,8 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
                 s.add(request)
                 s.flush()
                 item = by_job[row["job_id"]]
-                approvals.notify_deciders(s, item.actor, request, f"job {item.values['name']} (#{row['job_id']})")
+                target = approvals.job_target(row["job_id"], item.values["name"])
+                approvals.notify_deciders(s, item.actor, request, target)
     # A crash between the commit above and the backend's create is repaired by services.reconcile.repair().
     written = dict(zip((id(item) for item in ok), ids))
     results: list[tuple[int | None, Exception | None]] = [(written.get(id(item)), item.error) for item in batch]

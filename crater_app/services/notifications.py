@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import func, update
 from sqlmodel import Session, select
 
+from crater_app import i18n
 from crater_app.db.models import Notification
 from crater_app.schemas import NotificationList, NotificationPublic
 from crater_app.db.types import utcnow
@@ -18,17 +19,28 @@ from crater_app.services.context import ServiceContext
 
 MAX_LIST = 200
 MAX_IDS = 500
+#: catalogue keys of notifications are ``notify.<kind>``
+KEY_PREFIX = "notify."
 
 
-def row(user_id: int, kind: str, args: dict, message: str) -> dict:
+def row(user_id: int, kind: str, args: dict) -> dict:
     """A ``notifications`` row for ``user_id``, unread, dated now.
 
     Args:
-        kind: dotted word, e.g. ``approval.approved`` (the console's translation key is ``notify.<kind>``).
-        args: JSON-able parameters of the translated text. message: the English sentence (cut to 2,000 chars).
+        kind: the message's code, dotted words (``approval.approved``): its sentence is ``notify.<kind>`` in the
+            catalogues, rendered in the reader's language by :func:`text`.
+        args: the sentence's arguments (JSON values; a nested message as :func:`crater_app.i18n.part`). The row's
+            ``message`` is the English rendering (cut to 2,000 characters).
     """
+    message = text(i18n.DEFAULT_LANGUAGE, kind, args)
     return {"user_id": user_id, "at": utcnow(), "kind": kind, "args": args, "message": message[:2000],
             "read_at": None}
+
+
+def text(lang: object, kind: str, args: dict | None, message: str = "") -> str:
+    """A notification in ``lang``: ``notify.<kind>`` filled from ``args``, or ``message`` as stored when the
+    arguments do not fit the template (rows of older versions, whose arguments held English sentences)."""
+    return i18n.render(lang, f"{KEY_PREFIX}{kind}", args or {}, fallback=message or kind)
 
 
 def add_rows(session: Session, rows: list[dict]) -> None:
@@ -42,9 +54,17 @@ def _public(n: Notification) -> NotificationPublic:
     return NotificationPublic(id=n.id, at=n.at, kind=n.kind, args=n.args, message=n.message, read=n.read_at is not None)
 
 
+def localized(found: NotificationList, lang: object) -> NotificationList:
+    """``found`` with each ``message`` in ``lang`` (:func:`text`; English is as stored)."""
+    if i18n.normalize(lang) == i18n.DEFAULT_LANGUAGE:
+        return found
+    items = [n.model_copy(update={"message": text(lang, n.kind, n.args, n.message)}) for n in found.items]
+    return found.model_copy(update={"items": items})
+
+
 def _allowed(actor: Actor) -> None:
     if not can_read_notifications(actor):
-        raise Forbidden("only signed-in users have notifications")
+        raise Forbidden("notification.forbidden")
 
 
 def list_notifications(ctx: ServiceContext, actor: Actor, limit: int = 50, unread_only: bool = False) -> NotificationList:
@@ -52,11 +72,12 @@ def list_notifications(ctx: ServiceContext, actor: Actor, limit: int = 50, unrea
     (1..200), and the number of unread ones.
 
     Raises:
-        InvalidInput: ``limit`` out of range. Forbidden: not a signed-in user.
+        InvalidInput: ``notification.limit`` (``limit`` out of range). Forbidden: ``notification.forbidden`` (not a
+        signed-in user).
     """
     _allowed(actor)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
-        raise InvalidInput(f"limit must be between 1 and {MAX_LIST}", "limit")
+        raise InvalidInput("notification.limit", "limit", min=1, max=MAX_LIST)
     unread_first = (Notification.read_at.is_(None)).desc()  # type: ignore[union-attr]
     stmt = select(Notification).where(Notification.user_id == actor.user_id)
     if unread_only:
@@ -90,14 +111,15 @@ def mark_read(ctx: ServiceContext, actor: Actor, ids: object = None) -> int:
         How many notifications were marked read now.
 
     Raises:
-        InvalidInput: (field ``ids``) not a list of integers, or too long. Forbidden: not a signed-in user.
+        InvalidInput: (field ``ids``) ``notification.ids`` (not a list of integers) or ``notification.ids_too_many``.
+        Forbidden: ``notification.forbidden`` (not a signed-in user).
     """
     _allowed(actor)
     if ids is not None:
         if not isinstance(ids, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
-            raise InvalidInput("ids must be a list of notification ids (integers), or left out for all", "ids")
+            raise InvalidInput("notification.ids", "ids")
         if len(ids) > MAX_IDS:
-            raise InvalidInput(f"ids has {len(ids)} entries; the limit is {MAX_IDS}", "ids")
+            raise InvalidInput("notification.ids_too_many", "ids", count=len(ids), max=MAX_IDS)
         if not ids:
             return 0
     stmt = update(Notification).where(Notification.user_id == actor.user_id,
@@ -106,7 +128,10 @@ def mark_read(ctx: ServiceContext, actor: Actor, ids: object = None) -> int:
         stmt = stmt.where(Notification.id.in_([i for i in ids if 0 < i < 2**63]))  # type: ignore[union-attr]
     with ctx.session() as s:
         changed = s.execute(stmt.values(read_at=utcnow())).rowcount or 0
-        if changed:
-            oplog.record(s, actor, "notification:read", actor.username,
-                         details=f"{changed} marked read" + ("" if ids is not None else " (all)"))
+        if changed and ids is None:
+            oplog.record(s, actor, "notification:read", actor.username, code="notification.read_all",
+                         args={"count": changed})
+        elif changed:
+            oplog.record(s, actor, "notification:read", actor.username, code="notification.read",
+                         args={"count": changed})
     return changed

@@ -23,6 +23,8 @@ from crater_app.services.context import ServiceContext
 MAX_PAGE_SIZE = 500
 MAX_CSV_ROWS = 100_000
 CSV_COLUMNS = ("id", "at", "actor", "actor_role", "action", "target", "result", "details")
+#: the longest text each filter takes: a user name, an action name, a target
+FILTER_LIMITS = {"actor": 64, "action": 64, "target": 255}
 
 
 def record(session: Session, actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "",
@@ -30,8 +32,9 @@ def record(session: Session, actor: Actor | None, action: str, target: str, resu
     """Add an operation-log row to ``session`` (committed with the action's own transaction).
 
     ``actor`` ``None`` means the system itself (bootstrap, reconciler). ``code``/``args``: the details as a
-    catalogue code (``oplog.<code>``) and its arguments, read in the viewer's language; ``details`` (English, cut to
-    2,000 chars) is rendered from them when not given.
+    catalogue code (``oplog.<code>``) and its arguments (JSON values in Crater's units), read in the viewer's
+    language; ``details`` (English, cut to 2,000 chars) is rendered from them. A row without a code has no details
+    (``details`` given without a code is kept as written: rows of older versions).
     """
     # A Core INSERT in the session's transaction: the same row as ``session.add(OperationLog(...))`` without
     # building an ORM object (this runs inside write transactions, which should stay short).
@@ -77,13 +80,14 @@ def row(actor: Actor | None, action: str, target: str, result: str = "ok", detai
 
 def _filtered(stmt, actor: str | None, action: str | None, target: str | None, since: object, until: object):
     """``stmt`` with the operation-log filters applied (validated; see :func:`list_logs`)."""
-    for field, value, limit in (("actor", actor, 63), ("action", action, 64), ("target", target, 255)):
-        if value is not None and (not isinstance(value, str) or len(value) > limit or not is_text(value)):
-            raise InvalidInput(f"{field} is limited to {limit} characters of text", field)
+    for field, text, limit in (("actor", actor, FILTER_LIMITS["actor"]), ("action", action, FILTER_LIMITS["action"]),
+                               ("target", target, FILTER_LIMITS["target"])):
+        if text is not None and (not isinstance(text, str) or len(text) > limit or not is_text(text)):
+            raise InvalidInput("oplog.filter_text", field, field_name=field, max=limit)
     start = parse_utc(since, "from") if since is not None else None
     end = parse_utc(until, "to") if until is not None else None
     if start is not None and end is not None and start > end:
-        raise InvalidInput(f"from ({start.isoformat()}) is after to ({end.isoformat()})", "from")
+        raise InvalidInput("oplog.filter_range", "from", start=start.isoformat(), end=end.isoformat())
     if actor:
         stmt = stmt.where(OperationLog.actor == actor)
     if action:
@@ -115,11 +119,12 @@ def list_logs(
             ``at >= since`` and ``at < until``. page: 1..1,000,000. page_size: 1..500.
 
     Raises:
-        Forbidden: not a platform admin. InvalidInput: a filter too long, a time without offset or not ISO
-        8601, ``from`` after ``to``, page or page_size out of range (field named).
+        Forbidden: ``oplog.read_forbidden`` (not a platform admin). InvalidInput: ``oplog.filter_text`` (a filter
+        too long or not text; ``max``), a time without offset or not ISO 8601 (``time.*``), ``oplog.filter_range``
+        (``from`` after ``to``), page or page_size out of range (``page.*``); the field named.
     """
     if not can_read_operation_log(who):
-        raise Forbidden("only platform admins may read the operation log")
+        raise Forbidden("oplog.read_forbidden")
     check_page(page, page_size, MAX_PAGE_SIZE)
     rows_stmt = _filtered(select(OperationLog), actor, action, target, since, until)
     count_stmt = _filtered(select(func.count()).select_from(OperationLog), actor, action, target, since, until)
@@ -138,7 +143,7 @@ def list_actions(ctx: ServiceContext, who: Actor) -> list[str]:
         Forbidden: not a platform admin.
     """
     if not can_read_operation_log(who):
-        raise Forbidden("only platform admins may read the operation log")
+        raise Forbidden("oplog.read_forbidden")
     with ctx.session(read_only=True) as s:
         return list(s.exec(select(OperationLog.action).distinct().order_by(OperationLog.action)).all())
 
@@ -163,7 +168,7 @@ def export_csv(
         Forbidden, InvalidInput: as :func:`list_logs`.
     """
     if not can_read_operation_log(who):
-        raise Forbidden("only platform admins may read the operation log")
+        raise Forbidden("oplog.read_forbidden")
     stmt = _filtered(select(OperationLog), actor, action, target, since, until)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")

@@ -64,11 +64,12 @@ def create_project(
         expires_at: ``None`` (never) or an ISO 8601 time with an offset, in the future (stored as UTC).
 
     Raises:
-        Forbidden: not a platform admin. InvalidInput: a field breaks its rule (field named, limit in the
-        message). Conflict: the name is taken.
+        Forbidden: ``project.create_forbidden`` (not a platform admin). InvalidInput: a field breaks its rule (field
+        named, limit in the arguments; ``project.expiry_past`` for an expiry not in the future). Conflict:
+        ``project.exists`` (the name is taken).
     """
     if not can_create_project(actor):
-        raise Forbidden("only platform admins may create projects")
+        raise Forbidden("project.create_forbidden")
     check_dns1123_label(name, "name")
     display_name = check_text(display_name, "display_name", MAX_DISPLAY_NAME_CHARS)
     description = check_text(description, "description", MAX_DESCRIPTION_CHARS)
@@ -76,17 +77,19 @@ def create_project(
     if expires_at is not None:
         expiry = parse_utc(expires_at, "expires_at")
         if expiry <= utcnow():
-            raise InvalidInput(f"expires_at {expiry.isoformat()} is in the past; give a future time or null",
-                               "expires_at")
+            raise InvalidInput("project.expiry_past", "expires_at", at=expiry.isoformat())
     with ctx.session() as s:
         project = Project(name=name, display_name=display_name, description=description, expires_at=expiry)
         s.add(project)
         try:
             s.flush()
         except IntegrityError:
-            raise Conflict(f"project '{name}' already exists", "name") from None
-        details = f"expires_at={expiry.isoformat()}" if expiry else ""
-        oplog.record(s, actor, "project:create", name, details=details)
+            raise Conflict("project.exists", "name", name=name) from None
+        if expiry is not None:
+            oplog.record(s, actor, "project:create", name, code="project.created_expiring",
+                         args={"expires_at": expiry.isoformat()})
+        else:
+            oplog.record(s, actor, "project:create", name)
         return _public(project, None, 0)
 
 
@@ -112,7 +115,7 @@ def _visible_project(s: Session, actor: Actor, name: object) -> Project:
     check_dns1123_label(name, "name")
     project = s.exec(select(Project).where(Project.name == name)).first()
     if project is None or not can_read_project(actor, project.id):
-        raise NotFound(f"project '{name}' does not exist", "name")
+        raise NotFound("project.not_found", "name", name=name)
     return project
 
 
@@ -131,8 +134,8 @@ def get_project(ctx: ServiceContext, actor: Actor, name: object) -> ProjectPubli
     deserved, capability, admitted usage, admitted/held job counts) for everyone who may read it.
 
     Raises:
-        InvalidInput: ``name`` is not a DNS-1123 label. NotFound: no such project, or the caller is neither
-        a member nor a platform admin.
+        InvalidInput: ``name`` is not a DNS-1123 label. NotFound: ``project.not_found`` (no such project, or the
+        caller is neither a member nor a platform admin).
     """
     with ctx.session(read_only=True) as s:
         project = _visible_project(s, actor, name)
@@ -147,14 +150,14 @@ def _target_user(s: Session, username: object) -> User:
     # Locked (PostgreSQL) so that two concurrent changes cannot both leave the user without a default project.
     user = s.exec(select(User).where(User.username == username).with_for_update()).first()
     if user is None:
-        raise NotFound(f"user '{username}' does not exist", "username")
+        raise NotFound("project.unknown_user", "username", name=username)
     return user
 
 
 def _managed_project(s: Session, actor: Actor, name: object) -> Project:
     project = _visible_project(s, actor, name)
     if not can_manage_members(actor, project.id):
-        raise Forbidden(f"only platform admins and admins of project '{project.name}' may change its members")
+        raise Forbidden("project.members_forbidden", project=project.name)
     return project
 
 
@@ -170,22 +173,25 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
     role applies from their next request.
 
     Raises:
-        InvalidInput: bad name/username, ``role`` not one of admin, member, viewer, or a bad ``share`` (field
-        ``share.<key>``; above the project's capability). NotFound: the project is not visible to the caller, or
-        the user does not exist. Forbidden: the caller is not a platform admin or an admin of the project.
+        InvalidInput: bad name/username, ``project.role`` (``role`` not one of admin, member, viewer),
+        ``project.role_required`` (a new member without a role), or a bad ``share`` (field ``share.<key>``; above
+        the project's capability). NotFound: ``project.not_found`` (not visible to the caller) or
+        ``project.unknown_user``. Forbidden: ``project.members_forbidden``/``project.shares_forbidden`` (not a
+        platform admin or an admin of the project). Conflict: ``project.last_admin`` (a project admin demoting the
+        project's last admin).
     """
     if role is not None and role not in PROJECT_ROLES or role is None and share is None:
-        raise InvalidInput(f"role is required and must be one of {', '.join(PROJECT_ROLES)}", "role")
+        raise InvalidInput("project.role", "role", roles=list(PROJECT_ROLES))
     with ctx.session() as s:
         project = _managed_project(s, actor, project_name)
         if share is not None and not can_set_share(actor, project.id):
-            raise Forbidden(f"only platform admins and admins of project '{project.name}' may set member shares")
+            raise Forbidden("project.shares_forbidden", project=project.name)
         new_share = quotas.parse_share(s, project, share) if share is not None else None
         user = _target_user(s, username)
         member = s.get(ProjectMember, (project.id, user.id))
         before = member.role if member is not None else None
         if role is None and member is None:
-            raise InvalidInput(f"role is required to add '{user.username}' to project '{project.name}'", "role")
+            raise InvalidInput("project.role_required", "role", username=user.username, project=project.name)
         role = role if role is not None else before
         if before == "admin" and role != "admin":
             _check_keeps_an_admin(s, actor, project, user.id)
@@ -199,13 +205,23 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
         if user.default_project_id is None:
             user.default_project_id = project.id
             s.add(user)
-        details = []
-        if before != role:
-            details.append(f"role={oplog.value(before or None)}->{role}")
-        if new_share is not None and new_share != share_before:
-            details.append(f"share={oplog.value(share_before)}->{oplog.value(new_share)}")
-        if details:
-            oplog.record(s, actor, "project:member:set", f"{project.name}/{user.username}", details="; ".join(details))
+        target = f"{project.name}/{user.username}"
+        share_changed = new_share is not None and new_share != share_before
+        old_share, share_now = quotas.share_usage(share_before), quotas.share_usage(new_share or {})
+        if before is None and share_changed:
+            oplog.record(s, actor, "project:member:set", target, code="project.member_added_share",
+                         args={"role": role, "share": share_now})
+        elif before is None:
+            oplog.record(s, actor, "project:member:set", target, code="project.member_added", args={"role": role})
+        elif before != role and share_changed:
+            oplog.record(s, actor, "project:member:set", target, code="project.member_role_share_set",
+                         args={"role_before": before, "role": role, "share_before": old_share, "share": share_now})
+        elif before != role:
+            oplog.record(s, actor, "project:member:set", target, code="project.member_set",
+                         args={"role_before": before, "role": role})
+        elif share_changed:
+            oplog.record(s, actor, "project:member:set", target, code="project.member_share_set",
+                         args={"share_before": old_share, "share": share_now})
         result = ProjectMemberPublic(username=user.username, display_name=user.display_name, role=role,  # type: ignore[arg-type]
                                      default=user.default_project_id == project.id, share=dict(member.share or {}))
         user_id = user.id
@@ -224,7 +240,7 @@ def _check_keeps_an_admin(s, actor: Actor, project: Project, user_id: int) -> No
         ProjectMember.project_id == project.id, ProjectMember.role == "admin", ProjectMember.user_id != user_id,
     )).one()
     if not others:
-        raise Conflict(f"project '{project.name}' would have no admin left; make another member admin first", "role")
+        raise Conflict("project.last_admin", "role", project=project.name)
 
 
 def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, username: object) -> None:
@@ -234,17 +250,18 @@ def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, usern
     project id.
 
     Raises:
-        InvalidInput: bad name/username. NotFound: project not visible, user unknown, or not a member.
-        Forbidden: not a platform admin or an admin of the project. Conflict: it is the user's default project
-        and they belong to no other project (a user keeps a default project).
+        InvalidInput: bad name/username. NotFound: ``project.not_found``, ``project.unknown_user`` or
+        ``project.not_a_member``. Forbidden: ``project.members_forbidden``. Conflict: ``project.default_only`` (it
+        is the user's default project and they belong to no other project: a user keeps a default project) or
+        ``project.last_admin``.
     """
     with ctx.session() as s:
         project = _managed_project(s, actor, project_name)
         user = _target_user(s, username)
         member = s.get(ProjectMember, (project.id, user.id))
         if member is None:
-            raise NotFound(f"user '{user.username}' is not a member of project '{project.name}'", "username")
-        details = f"role={member.role}"
+            raise NotFound("project.not_a_member", "username", username=user.username, project=project.name)
+        moved_to = ""
         if member.role == "admin":
             _check_keeps_an_admin(s, actor, project, user.id)
         if user.default_project_id == project.id:
@@ -254,15 +271,18 @@ def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, usern
                 .order_by(ProjectMember.project_id)
             ).first()
             if other is None:
-                raise Conflict(
-                    f"'{user.username}' belongs to no other project and keeps '{project.name}' as default project; "
-                    "add them to another project first", "username",
-                )
+                raise Conflict("project.default_only", "username", username=user.username, project=project.name)
             user.default_project_id = other
             s.add(user)
-            details += f"; default project now '{s.get(Project, other).name}'"
+            moved_to = s.get(Project, other).name
         s.delete(member)
-        oplog.record(s, actor, "project:member:remove", f"{project.name}/{user.username}", details=details)
+        target = f"{project.name}/{user.username}"
+        if moved_to:
+            oplog.record(s, actor, "project:member:remove", target, code="project.member_removed_default_moved",
+                         args={"role": member.role, "default_project": moved_to})
+        else:
+            oplog.record(s, actor, "project:member:remove", target, code="project.member_removed",
+                         args={"role": member.role})
         user_id = user.id
     users.forget_user(user_id)
 

@@ -33,7 +33,7 @@ def _project(s: Session, actor: Actor, name: object, lock: bool = False) -> Proj
         stmt = stmt.with_for_update()
     project = s.exec(stmt).first()
     if project is None or not can_read_quota(actor, project.id):
-        raise NotFound(f"project '{name}' does not exist", "name")
+        raise NotFound("project.not_found", "name", name=name)
     return project
 
 
@@ -67,22 +67,28 @@ def set_quota(ctx: ServiceContext, actor: Actor, project_name: object, body: obj
 
     Raises:
         InvalidInput: unknown section, bad key or quantity, negative amount, fractional devices, or
-        ``guarantee <= deserved <= capability`` broken (the key and both amounts named). NotFound: the project is
-        not visible to the caller. Forbidden: the caller is not a platform admin.
+        ``guarantee <= deserved <= capability`` broken (``quota.order``: the key and both amounts named). NotFound:
+        ``project.not_found`` (not visible to the caller). Forbidden: ``quota.set_forbidden`` (not a platform
+        admin).
     """
     with ctx.session() as s:
         project = _project(s, actor, project_name, lock=True)
         if not can_set_quota(actor):
-            raise Forbidden(f"only platform admins may set the quota of project '{project.name}'")
+            raise Forbidden("quota.set_forbidden", project=project.name)
         parsed = q.parse_quota(body)
         before = {name: dict(getattr(project, name) or {}) for name in q.SECTIONS}
         after = {name: q.render_quota_list(getattr(parsed, name)) for name in q.SECTIONS}
         for name in q.SECTIONS:
             setattr(project, name, after[name])
         s.add(project)
-        changed = [f"{name}={_text(before[name])}->{_text(after[name])}" for name in q.SECTIONS
-                   if before[name] != after[name]]
-        oplog.record(s, actor, "project:quota:set", project.name, details="; ".join(changed) or "unchanged")
+        if before == after:
+            oplog.record(s, actor, "project:quota:set", project.name, code="quota.unchanged")
+        else:
+            old, new = ({name: share_usage(sections[name]) for name in q.SECTIONS} for sections in (before, after))
+            oplog.record(s, actor, "project:quota:set", project.name, code="quota.set", args={
+                "guarantee_before": old["guarantee"], "guarantee": new["guarantee"],
+                "deserved_before": old["deserved"], "deserved": new["deserved"],
+                "capability_before": old["capability"], "capability": new["capability"]})
         s.flush()
         result = quota_public(s, project)
     admission.invalidate(ctx)
@@ -94,20 +100,24 @@ def parse_share(s: Session, project: Project, raw: object) -> dict[str, str]:
     canonical form (``{}``: no per-member limit).
 
     Raises:
-        InvalidInput: field ``share.<key>``: bad key or quantity, or above the project's capability on that key
-        (both amounts named).
+        InvalidInput: field ``share.<key>``: bad key or quantity, or ``quota.share_over_capability`` (above the
+        project's capability on that key: ``share`` and ``capability`` as ``{key: amount}``).
     """
     share = q.parse_quota_list(raw, "share")
     capability = q.parse_quota_list(project.capability or {}, "capability")
     for key in sorted(share):
         if key in capability and share[key] > capability[key]:
-            raise InvalidInput(
-                f"share.{key} ({q.format_amount(key, share[key])}) must not exceed the capability of project "
-                f"'{project.name}' ({q.format_amount(key, capability[key])})", f"share.{key}",
-            )
+            raise InvalidInput("quota.share_over_capability", f"share.{key}", key=f"share.{key}",
+                               share={key: share[key]}, project=project.name, capability={key: capability[key]})
     return q.render_quota_list(share)
 
 
-def _text(section: dict) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(section.items())) + "}"
+def share_usage(section: dict) -> dict[str, int]:
+    """A stored resource list (a quota section or a member's share, canonical strings) in Crater's units, for
+    message arguments (``{"nvidia.com/gpu": "2", "cpu": "500m"}`` -> ``{"nvidia.com/gpu": 2, "cpu": 500}``); a
+    list Crater did not store itself (unparseable) gives ``{}``."""
+    try:
+        return q.parse_quota_list(dict(section or {}), "share")
+    except InvalidInput:
+        return {}
 

@@ -8,10 +8,14 @@ from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import users
 from crater_app.state import views
 from crater_app.state.base import AppState
+from crater_app.state.field_errors import FieldErrors
 
 ROLES = ("user", "admin", "guest")
 STATUSES = ("active", "pending", "disabled")
 LIMITS = ("max_sessions", "max_accelerators_per_job", "max_runtime")
+#: the create form's inputs, and the edit dialog's (``edit.<field>``), by the service's field names
+CREATE_FIELDS = tuple((name, (name,)) for name in ("username", "password", "role", "display_name", "email"))
+EDIT_FIELDS = tuple((f"edit.{name}", (name,)) for name in ("role", "status", *LIMITS))
 
 
 def limit_changes(form: dict) -> dict:
@@ -24,13 +28,13 @@ def limit_changes(form: dict) -> dict:
     return out
 
 
-class AdminUsersState(AppState):
-    """The users table and the create-user form."""
+class AdminUsersState(FieldErrors, AppState):
+    """The users table and the create-user form (errors beside their fields: :class:`FieldErrors`)."""
 
+    FIELDS = CREATE_FIELDS
     users: list[dict[str, str]] = []
     role_choice: str = "user"
     error: str = ""
-    error_field: str = ""
     forbidden: bool = False
     loaded: bool = False
     form_key: int = 0
@@ -44,7 +48,6 @@ class AdminUsersState(AppState):
     edit_limits: dict[str, str] = {}
     edit_sign_in: str = ""
     edit_error: str = ""
-    edit_error_field: str = ""
 
     @rx.var
     def pending_notice(self) -> str:
@@ -55,7 +58,7 @@ class AdminUsersState(AppState):
     @rx.event
     async def load(self):
         """List the users (a Forbidden answer shows the admins-only notice)."""
-        self.error = self.error_field = ""
+        self.error = ""
         try:
             found = await self.call(users.list_users)
         except Unauthenticated:
@@ -74,13 +77,14 @@ class AdminUsersState(AppState):
     @rx.event
     def set_role_choice(self, role: str) -> None:
         """The role of the account to create."""
+        self._forget_field_error("role")
         if role in ROLES:
             self.role_choice = role
 
     @rx.event
     async def create(self, form: dict):
         """Create the account, then reload the table."""
-        self.error = self.error_field = ""
+        self._clear_errors()
         try:
             created = await self.call(
                 users.create_user, str(form.get("username", "")).strip(), str(form.get("password", "")),
@@ -94,7 +98,7 @@ class AdminUsersState(AppState):
             self.error = exc.message_in(self.lang)
             return None
         except CraterError as exc:
-            self.error, self.error_field = exc.message_in(self.lang), exc.field or ""
+            self._show_error(exc.message_in(self.lang), exc.field)
             return None
         self.form_key += 1  # re-mounts the form: clears the fields
         self.role_choice = "user"
@@ -118,7 +122,8 @@ class AdminUsersState(AppState):
     @rx.event
     async def open_edit(self, username: str):
         """Open the edit dialog with the account's current role, status and limits."""
-        self.edit_error = self.edit_error_field = ""
+        self.edit_error = ""
+        self.field_errors = {k: v for k, v in self.field_errors.items() if not k.startswith("edit.")}
         try:
             user = await self.call(users.get_user, username)
         except Unauthenticated:
@@ -145,26 +150,30 @@ class AdminUsersState(AppState):
     @rx.event
     def set_edit_role(self, role: str) -> None:
         """The role chosen in the edit dialog."""
+        self._forget_field_error("edit.role")
         if role in ROLES:
             self.edit_role = role
 
     @rx.event
     def set_edit_status(self, status: str) -> None:
         """The status chosen in the edit dialog."""
+        self._forget_field_error("edit.status")
         if status in STATUSES:
             self.edit_status = status
 
     @rx.event
     async def save_edit(self, form: dict):
         """Apply the dialog: one ``update_user`` call with role, status and limits (all or nothing)."""
-        self.edit_error = self.edit_error_field = ""
+        self.edit_error = ""
+        self.field_errors = {}
         changes = {"role": self.edit_role, "status": self.edit_status, **limit_changes(form)}
         try:
             await self.call(users.update_user, self.edit_username, changes)
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.edit_error, self.edit_error_field = exc.message_in(self.lang), exc.field or ""
+            self._show_error(exc.message_in(self.lang), exc.field, EDIT_FIELDS)
+            self.edit_error, self.form_error = self.form_error, ""
             return None
         self.edit_open = False
         return [AdminUsersState.load, rx.toast.success(self.msg("admin.edit.saved", username=self.edit_username))]

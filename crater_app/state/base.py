@@ -18,6 +18,7 @@ from crater_app.bootstrap import get_context
 from crater_app.domain.errors import CraterError, Unauthenticated
 from crater_app.domain.policy import Actor
 from crater_app.services import users
+from crater_app.state.forms import FormError
 
 T = TypeVar("T")
 
@@ -108,8 +109,8 @@ class AppState(rx.State):
 
         Returns:
             ``(result, None)`` on success; ``(None, redirect to /login)`` when the token is no longer valid;
-            ``(None, None)`` after any other :class:`CraterError`, whose message (and field) is shown in the
-            page's ``error`` (and ``error_field``) var.
+            ``(None, None)`` after any other :class:`CraterError`, whose message is shown in the page's ``error``
+            var, in the console's language.
         """
         try:
             return await self.call(fn, *args, **kwargs), None
@@ -117,15 +118,31 @@ class AppState(rx.State):
             return None, self.signed_out()
         except CraterError as exc:
             self.error = exc.message_in(self.lang)
-            if hasattr(type(self), "error_field"):
-                self.error_field = exc.field or ""
             return None, None
+
+    async def _submitted(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, Any]:
+        """A form's service call: as :meth:`_guarded`, but an error goes beside the form field it names
+        (``FieldErrors._show_error``: the service's field path mapped to the form's input), else below the form
+        (a state with ``FieldErrors``)."""
+        try:
+            return await self.call(fn, *args, **kwargs), None
+        except Unauthenticated:
+            return None, self.signed_out()
+        except CraterError as exc:
+            self._show_error(exc.message_in(self.lang), exc.field)
+            return None, None
+
+    def _form_failed(self, exc: FormError) -> None:
+        """A form's own check failed (:class:`FormError`): its message beside the field it names (a state with
+        ``FieldErrors``)."""
+        self._show_error(self.msg(exc.key, **exc.params), exc.field)
 
     # Reflex turns every public function of a state class into an event handler, and an inherited handler runs
     # bound to the state that defines it (here AppState, see EventHandler.__get__ in reflex_base.event), where a
     # page's ``error`` var does not exist. A partialmethod is no function (no ``__code__``), so Reflex leaves it
     # alone and Python binds it to the page state that calls it; it cannot be sent as an event from the browser.
     guarded = functools.partialmethod(_guarded)
+    submitted = functools.partialmethod(_submitted)
 
     def signed_out(self):
         """Forget the identity and send the browser to /login (coming back here after signing in)."""

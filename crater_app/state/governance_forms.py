@@ -14,13 +14,13 @@ from urllib.parse import urlencode
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import DNS1123_LABEL_MAX, check_dns1123_label
-from crater_app.services import projects, tokens
+from crater_app.services import oplog, projects, tokens
 from crater_app.state.forms import FormError
 
 #: the operation-log filters, in URL order (``from``/``to`` are days, ``YYYY-MM-DD``)
 OPLOG_FILTERS = ("actor", "action", "target", "from", "to")
 #: the longest text each operation-log filter takes (the service's limits)
-OPLOG_FILTER_LIMITS = {"actor": 63, "action": 64, "target": 255, "from": 10, "to": 10}
+OPLOG_FILTER_LIMITS = {**oplog.FILTER_LIMITS, "from": 10, "to": 10}
 #: the most pages a ``?page=`` query may ask for
 MAX_PAGE = 1_000_000
 

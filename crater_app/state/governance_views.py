@@ -7,10 +7,12 @@ an em dash or a translated word for it.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 from crater_app.schemas import OperationLogPublic, PersonalTokenPublic, ProjectMemberPublic, ProjectPublic
-from crater_app.state.views import fmt_time
+from crater_app.services import oplog
+from crater_app.state.views import fmt_time, json_dict
 
 #: a project whose expiry is this close (seconds) is marked "expires soon"
 EXPIRY_SOON_S = 7 * 86400
@@ -93,8 +95,17 @@ def token_row(token: PersonalTokenPublic, now: datetime | None = None) -> dict[s
 
 def oplog_row(entry: OperationLogPublic) -> dict[str, str]:
     """An operation-log row: ``id``, ``at``, ``actor``, ``actor_role``, ``action``, ``target``, ``result``,
-    ``details`` (all strings)."""
+    ``details`` (English, as stored), ``code`` and ``args`` (JSON) of the details (all strings; see
+    :func:`oplog_texts`)."""
     return {
         "id": str(entry.id), "at": fmt_time(entry.at), "actor": entry.actor, "actor_role": entry.actor_role,
         "action": entry.action, "target": entry.target, "result": entry.result, "details": entry.details,
+        "code": entry.code, "args": json.dumps(entry.args, sort_keys=True),
     }
+
+
+def oplog_texts(lang: object, row: dict[str, str]) -> dict[str, str]:
+    """An :func:`oplog_row` with its ``details`` in ``lang`` (``oplog.details_text``: from the code; a row
+    without one keeps the text it was written with)."""
+    return {**row, "details": oplog.details_text(lang, row.get("code", ""), json_dict(row.get("args")),
+                                                 row.get("details", ""))}

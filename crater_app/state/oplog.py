@@ -15,6 +15,7 @@ from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
 from crater_app.services import console, oplog
 from crater_app.state import governance_views as gv
 from crater_app.state.base import AppState, turn_page
+from crater_app.state.field_errors import FieldErrors
 from crater_app.state.forms import FormError
 from crater_app.state.governance_forms import (
     OPLOG_FILTERS, csv_filename, oplog_arguments, oplog_filters, oplog_query, oplog_url,
@@ -25,9 +26,11 @@ ANY_ACTION = "*"
 PAGE_SIZE = 50
 
 
-class OperationLogState(AppState):
-    """The filter form, one page of rows (newest first) and the CSV export."""
+class OperationLogState(FieldErrors, AppState):
+    """The filter form (its errors beside its fields: :class:`FieldErrors`), one page of rows (newest first, the
+    details in the console's language) and the CSV export."""
 
+    FIELDS = tuple((name, (name,)) for name in OPLOG_FILTERS)
     rows: list[dict[str, str]] = []
     total: int = 0
     page: int = 1
@@ -40,8 +43,12 @@ class OperationLogState(AppState):
     loaded: bool = False
     forbidden: bool = False
     exporting: bool = False
-    error: str = ""
-    error_field: str = ""
+
+    @rx.var
+    def view_rows(self) -> list[dict[str, str]]:
+        """The rows with their details in the console's language."""
+        lang = self.lang
+        return [gv.oplog_texts(lang, r) for r in self.rows]
 
     @rx.var
     def page_count(self) -> int:
@@ -81,11 +88,11 @@ class OperationLogState(AppState):
 
     async def _fetch(self):
         """Read the current page with the current filters; returns the URL update, a redirect or ``None``."""
-        self.error = self.error_field = ""
+        self._clear_errors()
         try:
             arguments = oplog_arguments(self.filters)
         except FormError as exc:
-            self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field
+            self._form_failed(exc)
             self.loaded = True
             return None
         who = arguments.pop("actor")  # the service's ``actor`` parameter is the caller
@@ -102,7 +109,7 @@ class OperationLogState(AppState):
             self.rows, self.total, self.forbidden, self.loaded = [], 0, True, True
             return None
         except CraterError as exc:
-            self.error, self.error_field = exc.message_in(self.lang), exc.field or ""
+            self._show_error(exc.message_in(self.lang), exc.field)
             self.loaded = True
             return None
         self.rows = [gv.oplog_row(r) for r in view.page.items]
@@ -125,6 +132,7 @@ class OperationLogState(AppState):
     @rx.event
     def set_action_choice(self, action: str) -> None:
         """The action to filter on (:data:`ANY_ACTION` for all); applied with the other filters."""
+        self._forget_field_error("action")
         self.action_choice = action if isinstance(action, str) else ANY_ACTION
 
     @rx.event
@@ -156,15 +164,15 @@ class OperationLogState(AppState):
     @rx.event
     async def export_csv(self):
         """Download every row matching the current filters as CSV (at most 100,000, newest first)."""
-        self.error = self.error_field = ""
+        self._clear_errors()
         try:
             arguments = oplog_arguments(self.filters)
         except FormError as exc:
-            self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field
+            self._form_failed(exc)
             return
         self.exporting = True
         yield
-        result, stop = await self.guarded(oplog.export_csv, **arguments)
+        result, stop = await self.submitted(oplog.export_csv, **arguments)
         self.exporting = False
         if result is None:
             if stop is not None:

@@ -12,11 +12,14 @@ from crater_app.services import console, projects, quotas
 from crater_app.state import governance_views as gv
 from crater_app.state import quota_views as qv
 from crater_app.state.base import AppState
+from crater_app.state.field_errors import FieldErrors, FieldMap
 from crater_app.state.forms import FormError
 from crater_app.state.governance_forms import member_username, project_form
 
-#: the create-project form's fields (an error naming one of them is shown under it)
-PROJECT_FIELDS = ("name", "display_name", "description", "expires_at")
+#: the create-project form's inputs (an error naming one of them is shown under it)
+PROJECT_FIELDS: FieldMap = tuple((name, (name,)) for name in ("name", "display_name", "description", "expires_at"))
+#: the add-member form's inputs
+MEMBER_FIELDS: FieldMap = (("username", ("username",)), ("role", ("role",)))
 
 
 def route_project_name(path: str) -> str | None:
@@ -27,25 +30,23 @@ def route_project_name(path: str) -> str | None:
     return None
 
 
-class ProjectsState(AppState):
-    """/projects: the caller's projects (every project for platform admins) and the create form."""
+class ProjectsState(FieldErrors, AppState):
+    """/projects: the caller's projects (every project for platform admins) and the create form (its errors beside
+    its fields: :class:`FieldErrors`)."""
 
+    FIELDS = PROJECT_FIELDS
     rows: list[dict[str, str]] = []
+    #: the list could not be read
     error: str = ""
-    error_field: str = ""
     loaded: bool = False
     creating: bool = False
     form_key: int = 0
 
-    @rx.var
-    def form_error(self) -> str:
-        """An error not tied to one of the form's fields (shown below the form)."""
-        return self.error if self.error_field not in PROJECT_FIELDS else ""
-
     @rx.event
     async def load(self):
         """on_load: list the projects."""
-        self.error = self.error_field = ""
+        self.error = ""
+        self._clear_errors()
         self.creating = False
         found, stop = await self.guarded(projects.list_projects)
         if found is None:
@@ -58,15 +59,15 @@ class ProjectsState(AppState):
     @rx.event
     async def create(self, form: dict):
         """Check the form, create the project (platform admins; the service refuses others), reload the list."""
-        self.error = self.error_field = ""
+        self._clear_errors()
         try:
             fields = project_form(form)
         except FormError as exc:
-            self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field
+            self._form_failed(exc)
             return
         self.creating = True
         yield
-        created, stop = await self.guarded(projects.create_project, **fields)
+        created, stop = await self.submitted(projects.create_project, **fields)
         self.creating = False
         if created is None:
             if stop is not None:
@@ -77,9 +78,11 @@ class ProjectsState(AppState):
         yield rx.toast.success(self.msg("projects.created", name=created.name))
 
 
-class ProjectDetailState(AppState):
-    """/projects/[name]: details; members for platform admins and the project's admins, who also manage them."""
+class ProjectDetailState(FieldErrors, AppState):
+    """/projects/[name]: details; members for platform admins and the project's admins, who also manage them (the
+    add-member form's errors beside its fields: :class:`FieldErrors`; other errors in ``error``)."""
 
+    FIELDS = MEMBER_FIELDS
     project: dict[str, str] = {}
     members: list[dict[str, str]] = []
     #: whether the member list is shown (platform admins and the project's admins)
@@ -87,15 +90,14 @@ class ProjectDetailState(AppState):
     can_manage: bool = False
     not_found: bool = False
     loaded: bool = False
+    #: an error of reading the project, changing a role in the table or removing a member
     error: str = ""
-    error_field: str = ""
     new_member_role: str = "member"
     member_form_key: int = 0
     #: the user name waiting for the remove confirmation ("" when the dialog is closed)
     confirm_remove: str = ""
     busy: bool = False
-    #: the Quota card: rows of :func:`quota_views.quota_rows`, admitted/held job counts, whether the caller edits it
-    quota: list[dict[str, str]] = []
+    #: the Quota card: admitted/held job counts, whether the caller edits it (rows: :attr:`quota`)
     quota_admitted: str = "0"
     quota_held: str = "0"
     can_set_quota: bool = False
@@ -110,6 +112,19 @@ class ProjectDetailState(AppState):
     saving: bool = False
     _quota_raw: dict = {}
     _shares: dict = {}
+    #: the members as read (their shares are written in the console's language by :attr:`members`)
+    _members: list[dict[str, str]] = []
+
+    @rx.var
+    def quota(self) -> list[dict[str, str]]:
+        """The Quota card's rows (:func:`quota_views.quota_rows`) in the console's language."""
+        return qv.quota_rows(ProjectQuotaPublic(**self._quota_raw), self.lang) if self._quota_raw else []
+
+    @rx.var
+    def members(self) -> list[dict[str, str]]:
+        """The members table's rows, each share written in the console's language."""
+        return [{**m, "share": qv.share_text(self.lang, self._shares.get(m["username"]) or {})}
+                for m in self._members]
 
     def _name(self) -> str | None:
         return route_project_name(self.router.url.path)
@@ -117,13 +132,12 @@ class ProjectDetailState(AppState):
     def _apply(self, view: console.ProjectView) -> None:
         self.project = gv.project_row(view.project)
         self.members_visible = view.project.members is not None
-        self.members = [{**gv.member_row(m), "share": qv.share_text(m.share)} for m in view.project.members or []]
+        self._members = [gv.member_row(m) for m in view.project.members or []]
         self._shares = {m.username: dict(m.share) for m in view.project.members or []}
         self.can_manage = view.can_manage
         self.can_set_quota = view.can_set_quota
         quota = view.project.quota
         self._quota_raw = quota.model_dump() if quota is not None else {}
-        self.quota = qv.quota_rows(quota) if quota is not None else []
         self.quota_admitted = str(quota.admitted_jobs) if quota is not None else "0"
         self.quota_held = str(quota.held_jobs) if quota is not None else "0"
         self.not_found = False
@@ -139,8 +153,8 @@ class ProjectDetailState(AppState):
         except Unauthenticated:
             return self.signed_out()
         except NotFound:
-            self.project, self.members, self.members_visible, self.can_manage = {}, [], False, False
-            self.quota, self.can_set_quota = [], False
+            self.project, self._members, self.members_visible, self.can_manage = {}, [], False, False
+            self._quota_raw, self.can_set_quota = {}, False
             self.not_found, self.loaded = True, True
             return None
         except CraterError as exc:
@@ -153,26 +167,31 @@ class ProjectDetailState(AppState):
     @rx.event
     async def load(self):
         """on_load: read the project (a project the caller may not see shows as not found)."""
-        self.error = self.error_field = ""
+        self.error = ""
+        self._clear_errors()
         self.busy = self.saving = False
         self.confirm_remove = ""
         self.quota_open, self.share_user = False, ""
         if self.project.get("name") != self._name():
-            self.project, self.members, self.loaded, self.quota = {}, [], False, []
+            self.project, self._members, self.loaded, self._quota_raw = {}, [], False, {}
         return await self._reload()
 
     @rx.event
     def set_new_member_role(self, role: str) -> None:
         """The project role of the member to add."""
+        self._forget_field_error("role")
         if role in PROJECT_ROLES:
             self.new_member_role = role
 
-    async def _set_member(self, username: str, role: str):
+    async def _set_member(self, username: str, role: str, form: bool):
+        """Give ``username`` ``role``; an error goes beside the add-member form's fields (``form``) or to
+        ``error`` (the members table)."""
         name = self._name()
         if name is None:
             return None
         self.busy = True
-        done, stop = await self.guarded(projects.set_member, name, username, role)
+        call = self.submitted if form else self.guarded
+        done, stop = await call(projects.set_member, name, username, role)
         self.busy = False
         if done is None:
             return stop
@@ -183,14 +202,15 @@ class ProjectDetailState(AppState):
     @rx.event
     async def add_member(self, form: dict):
         """Add the user named in the form with the chosen role (or change their role when already a member)."""
-        self.error = self.error_field = ""
+        self.error = ""
+        self._clear_errors()
         try:
             username = member_username(str(form.get("username", "")))
         except FormError as exc:
-            self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field
+            self._form_failed(exc)
             return None
-        result = await self._set_member(username, self.new_member_role)
-        if not self.error:
+        result = await self._set_member(username, self.new_member_role, form=True)
+        if not self.field_errors and not self.form_error:
             self.member_form_key += 1
             self.new_member_role = "member"
         return result
@@ -198,15 +218,15 @@ class ProjectDetailState(AppState):
     @rx.event
     async def change_role(self, username: str, role: str):
         """Give ``username`` the project role ``role``."""
-        self.error = self.error_field = ""
+        self.error = ""
         if role not in PROJECT_ROLES:
             return None
-        return await self._set_member(username, role)
+        return await self._set_member(username, role, form=False)
 
     @rx.event
     def ask_remove(self, username: str) -> None:
         """Open the confirmation for removing ``username``."""
-        self.error = self.error_field = ""
+        self.error = ""
         self.confirm_remove = username
 
     @rx.event
@@ -222,7 +242,7 @@ class ProjectDetailState(AppState):
         name = self._name()
         if not username or name is None:
             return None
-        self.error = self.error_field = ""
+        self.error = ""
         self.busy = True
         _, stop = await self.guarded(projects.remove_member, name, username)
         self.busy = False
@@ -253,7 +273,7 @@ class ProjectDetailState(AppState):
         """Type into row ``index``, column ``resource``/``guarantee``/``deserved``/``capability``."""
         if 0 <= index < len(self.quota_edit) and column in ("resource", *qv.QUOTA_COLUMNS):
             rows = list(self.quota_edit)
-            rows[index] = {**rows[index], column: str(value)[:256]}
+            rows[index] = qv.edited(rows[index], column, value)
             self.quota_edit = rows
 
     @rx.event
@@ -321,7 +341,7 @@ class ProjectDetailState(AppState):
         """Type into row ``index``, column ``resource`` or ``amount``."""
         if 0 <= index < len(self.share_edit) and column in ("resource", "amount"):
             rows = list(self.share_edit)
-            rows[index] = {**rows[index], column: str(value)[:256]}
+            rows[index] = qv.edited(rows[index], column, value)
             self.share_edit = rows
 
     @rx.event

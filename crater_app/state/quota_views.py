@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crater_app.schemas import ProjectQuotaPublic
+from crater_app import i18n
 from crater_app.domain import quota as q
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.resources import CPU, MEMORY, format_bytes
+from crater_app.domain.resources import CPU, MEMORY
+from crater_app.i18n import format as fmt
+from crater_app.schemas import ProjectQuotaPublic
 from crater_app.state.forms import FormError
 
 #: the columns of an "Edit quota" dialog row (besides ``resource``), in the order shown
@@ -41,11 +43,13 @@ def _usage(raw: Mapping[str, str], section: str) -> q.Usage:
         return {}
 
 
-def amount_text(key: str, amount: int) -> str:
-    """An amount of ``key`` for a table cell whose row already names the resource: cpu ``4 cores``/``500m``,
-    memory ``16.0 GiB`` (binary units), accelerators the bare device count (``"2"``)."""
-    if key in (CPU, MEMORY):
-        return q.format_amount(key, amount) if key == CPU else format_bytes(amount)
+def amount_text(lang: object, key: str, amount: int) -> str:
+    """An amount of ``key`` in ``lang`` for a table cell whose row already names the resource: cpu ``4 cores`` /
+    ``4 核``, ``0.5 cores``; memory ``16 GiB`` (binary units); accelerators the bare device count (``"2"``)."""
+    if key == CPU:
+        return fmt.cpu(i18n.normalize(lang), amount)
+    if key == MEMORY:
+        return fmt.size(i18n.normalize(lang), amount)
     return str(amount)
 
 
@@ -72,8 +76,8 @@ def percent(used: int, limit: int | None) -> int:
     return min(100, used * 100 // limit)
 
 
-def quota_rows(quota: ProjectQuotaPublic) -> list[dict[str, str]]:
-    """The Quota card's rows, one per key present in any of guarantee, deserved, capability or used.
+def quota_rows(quota: ProjectQuotaPublic, lang: object = i18n.DEFAULT_LANGUAGE) -> list[dict[str, str]]:
+    """The Quota card's rows in ``lang``, one per key present in any of guarantee, deserved, capability or used.
 
     Each row: ``key`` (as stored), ``resource`` (name without model), ``model`` (``""`` when none),
     ``guarantee``/``deserved``/``used`` (:func:`amount_text`; ``""`` where the section omits the key, shown as
@@ -96,10 +100,10 @@ def quota_rows(quota: ProjectQuotaPublic) -> list[dict[str, str]]:
         else:
             level = "high" if pct >= 80 else "ok"
         row = {"key": key, "resource": resource, "model": model or "", "percent": str(pct), "level": level,
-               "used": amount_text(key, used)}
+               "used": amount_text(lang, key, used)}
         for name in q.SECTIONS:
             amount = sections[name].get(key)
-            row[name] = "" if amount is None else amount_text(key, amount)
+            row[name] = "" if amount is None else amount_text(lang, key, amount)
         rows.append(row)
     return rows
 
@@ -186,11 +190,20 @@ def share_body(rows: Sequence[Mapping[str, str]]) -> dict[str, str]:
             if name and str(row.get("amount", "")).strip()}
 
 
-def share_text(share: Mapping[str, str]) -> str:
-    """A member's share for the members table: ``"2 × nvidia.com/gpu, 4 cores"`` (:func:`q.format_amount`, keys
-    in card order), ``""`` when the member has none."""
+def share_text(lang: object, share: Mapping[str, str]) -> str:
+    """A member's share for the members table in ``lang``: ``"2 × nvidia.com/gpu, 4 cores"`` /
+    ``"2 × nvidia.com/gpu、4 核 CPU"``, ``""`` when the member has none."""
     usage = _usage(share, "share")
-    return ", ".join(q.format_amount(key, usage[key]) for key in sorted(usage, key=_sort_key))
+    return fmt.resources(i18n.normalize(lang), usage) if usage else ""
+
+
+def edited(row: Mapping[str, str], column: str, value: str) -> dict[str, str]:
+    """``row`` with ``column`` set to ``value`` (cut to 256 characters); an error shown under that cell goes (the user
+    changed what it was about), one under another cell of the row stays."""
+    out = {**row, column: str(value)[:256]}
+    if out.get("error_col") == column:
+        out["error"], out["error_col"] = "", ""
+    return out
 
 
 def place_error(rows: Sequence[Mapping[str, str]], field: str, message: str,

@@ -9,10 +9,11 @@ import reflex as rx
 from crater_app.services import tokens
 from crater_app.state import governance_views as gv
 from crater_app.state.base import AppState
+from crater_app.state.field_errors import FieldErrors
 from crater_app.state.forms import FormError
 from crater_app.state.governance_forms import token_form
 
-TOKEN_FIELDS = ("name", "expires_in_days")
+TOKEN_FIELDS = (("name", ("name",)), ("expires_in_days", ("expires_in_days",)))
 
 
 def fill_secret_script(secret: str) -> str:
@@ -25,7 +26,7 @@ def fill_secret_script(secret: str) -> str:
     )
 
 
-class TokensState(AppState):
+class TokensState(FieldErrors, AppState):
     """The token list, the create form, the one-time secret dialog and the revoke confirmation.
 
     The secret never enters this state (which Reflex keeps in Redis between events): the create handler sends it
@@ -33,9 +34,9 @@ class TokensState(AppState):
     the dialog unmounts the input, and the service keeps only its SHA-256.
     """
 
+    FIELDS = TOKEN_FIELDS
     rows: list[dict[str, str]] = []
     error: str = ""
-    error_field: str = ""
     loaded: bool = False
     creating: bool = False
     form_key: int = 0
@@ -44,11 +45,6 @@ class TokensState(AppState):
     secret_name: str = ""
     #: the token waiting for the revoke confirmation: ``{"id", "name"}`` (empty when the dialog is closed)
     confirm_revoke: dict[str, str] = {}
-
-    @rx.var
-    def form_error(self) -> str:
-        """An error not tied to one of the form's fields."""
-        return self.error if self.error_field not in TOKEN_FIELDS else ""
 
     @rx.var
     def active_count(self) -> int:
@@ -65,7 +61,8 @@ class TokensState(AppState):
     @rx.event
     async def load(self):
         """on_load: list the caller's tokens."""
-        self.error = self.error_field = ""
+        self.error = ""
+        self._clear_errors()
         self.secret_open, self.secret_name = False, ""
         self.confirm_revoke = {}
         self.creating = False
@@ -76,15 +73,15 @@ class TokensState(AppState):
     @rx.event
     async def create(self, form: dict):
         """Create a token and open the dialog that shows its secret this once."""
-        self.error = self.error_field = ""
+        self._clear_errors()
         try:
             name, days = token_form(form)
         except FormError as exc:
-            self.error, self.error_field = self.msg(exc.key, **exc.params), exc.field
+            self._form_failed(exc)
             return
         self.creating = True
         yield
-        created, stop = await self.guarded(tokens.create_token, name, days)
+        created, stop = await self.submitted(tokens.create_token, name, days)
         self.creating = False
         if created is None:
             if stop is not None:
@@ -109,7 +106,7 @@ class TokensState(AppState):
     @rx.event
     def ask_revoke(self, token_id: str, name: str) -> None:
         """Open the confirmation for revoking token ``token_id``."""
-        self.error = self.error_field = ""
+        self.error = ""
         self.confirm_revoke = {"id": token_id, "name": name}
 
     @rx.event
@@ -125,7 +122,7 @@ class TokensState(AppState):
         raw = pending.get("id", "")
         if not raw.isdigit() or len(raw) > 18:
             return None
-        self.error = self.error_field = ""
+        self.error = ""
         done, stop = await self.guarded(tokens.revoke_token, int(raw))
         if done is None:
             return stop

@@ -4,6 +4,7 @@ balance and, for platform admins, the price table. The services decide what each
 from __future__ import annotations
 
 import math
+import re
 from datetime import timedelta
 
 import plotly.graph_objects as go
@@ -14,12 +15,16 @@ from crater_app.domain.times import utcnow
 from crater_app.domain.errors import CraterError, Unauthenticated
 from crater_app.services import billing, usage
 from crater_app.state.base import AppState
+from crater_app.state.field_errors import FieldErrors
 
 GROUP_BYS = ("project", "user", "model")
 GRANULARITIES = ("day", "month")
 WINDOWS = ("7", "30", "90", "365")  # days
 #: the chart shows this many keys (the largest); the rest are summed as "others"
 MAX_SERIES = 10
+#: the price editor's columns, as the service names a price's fields
+PRICE_COLUMNS = ("resource", "model", "points_per_hour")
+_PRICE_FIELD = re.compile(r"prices\[(\d+)\](?:\.(\w+))?")
 
 
 def fmt_hours(value: float) -> str:
@@ -112,14 +117,29 @@ def price_rows(prices: list[BillingPricePublic]) -> list[dict[str, str]]:
     return [{"resource": p.resource, "model": p.model, "points_per_hour": f"{p.points_per_hour:g}"} for p in prices]
 
 
+def _blank(row: dict[str, str]) -> bool:
+    return not any(row.get(k, "").strip() for k in PRICE_COLUMNS)
+
+
+def price_cell(field: str | None, rows: list[dict[str, str]]) -> str | None:
+    """The editor cell (``"<row>.<column>"``) of the service's error field ``prices[<i>].<column>``: ``i`` counts the
+    rows :func:`parse_price_rows` sent (blank rows are not sent); ``None`` for an error of no row."""
+    found = _PRICE_FIELD.fullmatch(field or "")
+    sent = [i for i, row in enumerate(rows) if not _blank(row)]
+    if found is None or int(found[1]) >= len(sent):
+        return None
+    column = found[2] if found[2] in PRICE_COLUMNS else "resource"
+    return f"{sent[int(found[1])]}.{column}"
+
+
 def parse_price_rows(rows: list[dict[str, str]]) -> list[dict]:
     """The editor's rows as the body of ``billing.set_prices``: blank rows dropped, points read as numbers (text
     that is not a number is passed on as text, so that the service names the field)."""
     out = []
     for row in rows:
-        resource, model, points = (row.get(k, "").strip() for k in ("resource", "model", "points_per_hour"))
-        if not (resource or model or points):
+        if _blank(row):
             continue
+        resource, model, points = (row.get(k, "").strip() for k in PRICE_COLUMNS)
         try:
             value: object = float(points)
             if not math.isfinite(value):  # type: ignore[arg-type]
@@ -130,8 +150,9 @@ def parse_price_rows(rows: list[dict[str, str]]) -> list[dict]:
     return out
 
 
-class UsageState(AppState):
-    """The usage report (chart + totals), the caller's balance and the price table."""
+class UsageState(FieldErrors, AppState):
+    """The usage report (chart + totals), the caller's balance and the price table (an error of a price beside
+    its cell: ``field_errors["<row>.<column>"]``; others in ``form_error``)."""
 
     group_by: str = ""  # "" until the first answer: the service picks by role
     granularity: str = "day"
@@ -149,8 +170,6 @@ class UsageState(AppState):
     allowances: list[dict[str, str]] = []
     prices: list[dict[str, str]] = []
     error: str = ""
-    error_field: str = ""
-    price_error: str = ""
     loaded: bool = False
 
     @rx.var
@@ -161,7 +180,8 @@ class UsageState(AppState):
     @rx.event
     async def load(self):
         """Read the report, the balance and the prices."""
-        self.error = self.error_field = ""
+        self.error = ""
+        self._clear_errors()
         since = (utcnow() - timedelta(days=int(self.window_days))).strftime("%Y-%m-%dT%H:%M:%SZ")
         report, stop = await self.guarded(usage.usage, self.group_by or None, since, None, self.granularity)
         if report is None:
@@ -212,10 +232,11 @@ class UsageState(AppState):
     @rx.event
     def set_price_field(self, index: int, name: str, value: str) -> None:
         """Edit one cell of the price editor."""
-        if 0 <= index < len(self.prices) and name in ("resource", "model", "points_per_hour"):
+        if 0 <= index < len(self.prices) and name in PRICE_COLUMNS:
             row = dict(self.prices[index])
             row[name] = value[:253]
             self.prices[index] = row
+            self._forget_field_error(f"{index}.{name}")
 
     @rx.event
     def add_price(self) -> None:
@@ -227,17 +248,22 @@ class UsageState(AppState):
         """Drop a row of the price editor (saved with the rest)."""
         if 0 <= index < len(self.prices):
             self.prices.pop(index)
+            self._clear_errors()  # the rows below moved up: their errors would name the wrong row
 
     @rx.event
     async def save_prices(self):
-        """Replace the price table with the editor's rows."""
-        self.price_error = ""
+        """Replace the price table with the editor's rows; an error is shown under the cell it names."""
+        self._clear_errors()
         try:
             saved = await self.call(billing.set_prices, parse_price_rows(self.prices))
         except Unauthenticated:
             return self.signed_out()
         except CraterError as exc:
-            self.price_error = exc.message_in(self.lang)
+            cell = price_cell(exc.field, self.prices)
+            if cell is None:
+                self.form_error = exc.message_in(self.lang)
+            else:
+                self.field_errors = {cell: exc.message_in(self.lang)}
             return None
         self.prices = price_rows(saved)
         return rx.toast.success(self.msg("billing.prices.saved"))

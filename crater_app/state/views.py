@@ -10,9 +10,14 @@ import dataclasses
 import json
 from datetime import datetime, timezone
 
+from crater_app import i18n
+from crater_app.domain.times import utcnow
+from crater_app.i18n.format import duration
 from crater_app.schemas import JobEventPublic, JobPublic, NodePublic, UserPublic
 
 TERMINAL_PHASES = ("Succeeded", "Failed", "Cancelled")
+#: what an empty cell shows
+EMPTY = "—"
 
 
 def fmt_time(value: datetime | None) -> str:
@@ -24,18 +29,11 @@ def fmt_time(value: datetime | None) -> str:
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def fmt_duration(seconds: float | int | None) -> str:
-    """``1d 2h``, ``3h 4m``, ``5m 6s``, ``7s`` (two largest units), or ``""``."""
-    if seconds is None:
+def fmt_duration(lang: object, seconds: float | int | None) -> str:
+    """A duration in ``lang``, the two largest units (``1d 2h`` / ``1天2小时``, ``5m 6s``), or ``""`` for none."""
+    if seconds is None or seconds == "":
         return ""
-    total = max(0, int(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
-    while len(parts) > 1 and parts[0][0] == 0:
-        parts.pop(0)
-    return " ".join(f"{n}{unit}" for n, unit in parts[:2])
+    return duration(i18n.normalize(lang), max(0, int(float(seconds))))
 
 
 def fmt_bytes(value: int | None) -> str:
@@ -59,7 +57,7 @@ def runtime_seconds(job: JobPublic, now: datetime | None = None) -> float | None
     """Seconds the job has run (to now when still running), or ``None`` before it started."""
     if job.started_at is None:
         return None
-    end = job.finished_at or now or datetime.now(timezone.utc)
+    end = job.finished_at or now or utcnow()
     start = job.started_at if job.started_at.tzinfo else job.started_at.replace(tzinfo=timezone.utc)
     end = end if end.tzinfo else end.replace(tzinfo=timezone.utc)
     return (end - start).total_seconds()
@@ -72,12 +70,17 @@ def gpu_summary(job: JobPublic) -> str:
     return f"{job.gpus} × {job.accelerator_model or 'GPU'}"
 
 
+def _seconds(value: float | int | None) -> str:
+    return "" if value is None else str(int(value))
+
+
 def job_row(job: JobPublic) -> dict[str, str]:
-    """A jobs-table row (all strings)."""
+    """A jobs-table row (all strings; ``runtime_s`` seconds, ``""`` before it started: the page writes it in its
+    language, as the ``reason`` from ``reason_code``/``reason_args``)."""
     return {
         "id": str(job.id), "name": job.name, "user": job.user, "project": job.project, "phase": job.phase,
-        "reason": job.reason, "gpus": gpu_summary(job) or "—", "created": fmt_time(job.created_at),
-        "runtime": fmt_duration(runtime_seconds(job)) or "—", "reason_code": job.reason_code,
+        "reason": job.reason, "gpus": gpu_summary(job) or EMPTY, "created": fmt_time(job.created_at),
+        "runtime_s": _seconds(runtime_seconds(job)), "reason_code": job.reason_code,
         "reason_args": json.dumps(job.reason_args, sort_keys=True),
     }
 
@@ -93,28 +96,50 @@ def job_detail(job: JobPublic) -> dict[str, str]:
         "gpus": str(job.gpus), "model": job.accelerator_model or "",
         "devices": ", ".join(str(d) for d in job.devices),
         "cpu": str(res.get("cpu", "")), "memory": str(res.get("memory", "")),
-        "max_runtime": fmt_duration(job.max_runtime) if job.max_runtime else "",
+        "max_runtime_s": _seconds(job.max_runtime) if job.max_runtime else "",
         "priority": str(job.priority), "created": fmt_time(job.created_at), "started": fmt_time(job.started_at),
-        "finished": fmt_time(job.finished_at), "runtime": fmt_duration(runtime_seconds(job)),
+        "finished": fmt_time(job.finished_at), "runtime_s": _seconds(runtime_seconds(job)),
         "resubmitted_from": "" if job.resubmitted_from is None else str(job.resubmitted_from),
         "reason_code": job.reason_code, "reason_args": json.dumps(job.reason_args, sort_keys=True),
         "kind": job.kind, "preemptible": "yes" if job.preemptible else "", "admitted": fmt_time(job.admitted_at),
     }
 
 
-def reason_args(row: dict[str, str]) -> dict:
-    """The ``reason_args`` a :func:`job_row`/:func:`job_detail` dict carries as JSON text (``{}`` when none)."""
+def json_dict(text: str | None) -> dict:
+    """A JSON object held as text in a row (``reason_args``, an event's ``args``): the dict, ``{}`` when empty or
+    not an object."""
     try:
-        args = json.loads(row.get("reason_args") or "{}")
+        value = json.loads(text or "{}")
     except ValueError:
         return {}
-    return args if isinstance(args, dict) else {}
+    return value if isinstance(value, dict) else {}
+
+
+def reason_args(row: dict[str, str]) -> dict:
+    """The ``reason_args`` a :func:`job_row`/:func:`job_detail` dict carries as JSON text (``{}`` when none)."""
+    return json_dict(row.get("reason_args"))
+
+
+def durations(lang: object, row: dict[str, str], empty: str = "") -> dict[str, str]:
+    """``row`` (:func:`job_row`/:func:`job_detail`) with ``runtime`` and ``max_runtime`` written in ``lang`` from
+    its ``runtime_s``/``max_runtime_s`` (``empty`` where there is none)."""
+    out = dict(row)
+    for name in ("runtime", "max_runtime"):
+        if f"{name}_s" in row:
+            out[name] = fmt_duration(lang, row[f"{name}_s"] or None) or empty
+    return out
 
 
 def event_row(event: JobEventPublic) -> dict[str, str]:
-    """A timeline entry (all strings)."""
+    """A timeline entry (all strings; the message also as ``code`` and JSON ``args``, written in the viewer's
+    language by ``state.messages.event_rows``)."""
     return {"id": str(event.id), "at": fmt_time(event.at), "phase": event.phase, "reason": event.reason,
-            "message": event.message}
+            "message": event.message, "code": event.code, "args": json.dumps(event.args, sort_keys=True)}
+
+
+def event_args(row: dict[str, str]) -> dict:
+    """The ``args`` an :func:`event_row` dict carries as JSON text (``{}`` when none)."""
+    return json_dict(row.get("args"))
 
 
 @dataclasses.dataclass

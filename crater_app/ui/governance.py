@@ -1,5 +1,6 @@
-"""Components shared by the projects, API-token and operation-log pages: project-role and expiry badges, an
-error line under a form field, a confirmation dialog driven by state, the admins-only notice and the pager."""
+"""Components shared by the projects, API-token and operation-log pages: project-role and expiry badges, a
+confirmation dialog driven by state, the admins-only notice and the pager (a form field's error line is
+:func:`crater_app.ui.components.field_error`)."""
 
 from __future__ import annotations
 
@@ -50,22 +51,6 @@ def expiry_badge(row: rx.Var, **props) -> rx.Component:
         custom_attrs={"data-expiry": state},
         class_name="expiry-badge",
         **props,
-    )
-
-
-def field_error(error: rx.Var, error_field: rx.Var, name: str, id: str) -> rx.Component:
-    """The page's error, in red under the field ``name``, when the error names that field."""
-    return rx.cond(
-        (error_field == name) & (error != ""),
-        rx.hstack(
-            rx.icon("circle_alert", size=14, color=rx.color("red", 11), flex_shrink="0"),
-            rx.text(error, size="1", color=rx.color("red", 11)),
-            spacing="1",
-            align="center",
-            id=id,
-            role="alert",
-            class_name="field-error",
-        ),
     )
 
 

@@ -92,7 +92,7 @@ def test_extend_runtime_flow_and_notifications(api, job_id):
     ({"kind": "extend_runtime", "reason": "r", "job_id": "JOB", "payload": {"max_runtime": 0}}, 422,
      "payload.max_runtime", "at least 1 second"),
     ({"kind": "extend_runtime", "reason": "r", "job_id": "JOB", "payload": {"max_runtime": "30m"}}, 422,
-     "payload.max_runtime", "not above the job's current max_runtime of 3600 s"),
+     "payload.max_runtime", "not above the job's current max_runtime of 1h"),
     ({"kind": "extend_runtime", "reason": "r", "job_id": "JOB", "payload": {"max_runtime": "2h", "x": 1}}, 422,
      "payload", "max_runtime"),
     ({"kind": "quota", "reason": "r", "payload": {"capability": {"cpu": 4}}}, 422, "project", "required"),

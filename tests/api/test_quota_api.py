@@ -58,7 +58,9 @@ def test_set_and_read_a_quota(lab):
     assert r.json()["quota"]["capability"][GPU] == "4" and r.json()["quota"]["held_jobs"] == 1
     with lab.world.ctx.session(read_only=True) as s:
         op = s.exec(select(OperationLog).where(OperationLog.action == "project:quota:set")).one()
-    assert op.actor == "admin" and op.target == "lab" and "capability={}->{cpu: 16" in op.details
+    assert op.actor == "admin" and op.target == "lab" and op.code == "quota.set"
+    assert op.args["capability_before"] == {} and op.args["capability"]["cpu"] == 16000
+    assert "capability no limit → 4 × nvidia.com/gpu" in op.details and "16 cores" in op.details
     # Raising the capability lets the held job in at the loop's next round.
     assert c.put("/api/v1/projects/lab/quota", json={"capability": {GPU: 5}}, headers=admin).status_code == 200
     drive_until(LeaderLoop(lab.world.ctx), _job_id(lab, "two"), {"Queued", "Running", "Succeeded"})

@@ -1,24 +1,28 @@
-"""The job events and notifications services.approvals writes, produced through the service, render in Simplified
-Chinese in the console (state.messages.message_text, state.approvals.notification_text): no English sentence is
-left but the names, numbers and a decider's own note."""
+"""The job events, job reasons, notifications, operation-log details and decision notes services.approvals writes,
+produced through the service, render from their codes in Simplified Chinese (state.messages.event_rows,
+services.notifications.text, services.oplog.details_text, state.approvals.note_text): no English sentence is left
+but the names, numbers and a decider's own note; in English each reads as the service stored it."""
 
 from __future__ import annotations
 
 import re
 from sqlmodel import select
 
-from crater_app.db.models import Approval, Job, JobEvent, Notification
-from crater_app.schemas import NotificationPublic
-from crater_app.services import approvals
-from crater_app.state import messages
-from crater_app.state.approvals import NOTIFY_KEYS, notification_text
+from crater_app.db.models import Approval, Job, JobEvent, Notification, OperationLog
+from crater_app.schemas import JobEventPublic, NotificationPublic
+from crater_app.services import approvals, notifications, oplog
+from crater_app.state import messages, views
+from crater_app.state.approvals import approval_row, note_text
+from crater_app.state.notifications import notification_text
 from tests.helpers import job_row
 from tests.service.test_approvals import extend, gov, held_large_job, submit  # noqa: F401 - gov is a fixture
 
 ZH = "zh-CN"
 ENGLISH = re.compile(r"\b[A-Za-z]{2,}[ ,;:]+[A-Za-z]{2,}\b")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-NOTES = ("go ahead", "use eight GPUs", "fine by me")  # the deciders' own words stay as written
+# people's own words (notes, reasons) stay as written
+NOTES = ("go ahead", "use eight GPUs", "fine by me", "the run needs longer", "a week-long run",
+         "submitted above the threshold")
 
 
 def _clean(text: str) -> str:
@@ -65,40 +69,61 @@ def test_approval_events_and_notifications_render_in_chinese(gov):  # noqa: F811
 
     written = _all_events(g.ctx, {"RuntimeExtended", "ReclaimLocked", "Approved", "Rejected"})
     assert {e.reason for e in written} == {"RuntimeExtended", "ReclaimLocked", "Approved", "Rejected"}
-    assert any("auto-approval rule" in e.message for e in written)
-    assert messages.duration_text(ZH, "none") == "无"  # a job had no max_runtime (services.approvals._fmt_s)
+    assert any("auto-approval rule" in e.message for e in written) and all(e.code for e in written)
     assert any(e.message.endswith(")") and ": go ahead)" in e.message for e in written)
-    for e in written:
-        zh = messages.message_text(ZH, e.message)
-        assert zh != e.message and CJK.search(zh), e.message
-        assert not ENGLISH.findall(_clean(zh)), (e.message, zh)
-        assert messages.message_text("en", e.message) == e.message
-        assert messages.reason_text(ZH, e.reason) != e.reason
-    approved_big = [e for e in written if e.job_id == big]
-    assert messages.message_text(ZH, job_row(g.ctx, big).reason) == "等待准入（已批准）"
-    assert any("fine by me" in messages.message_text(ZH, e.message) for e in approved_big)
+    rows = [views.event_row(JobEventPublic(id=e.id, at=e.at, phase=e.phase, reason=e.reason, message=e.message,
+                                           code=e.code, args=e.args)) for e in written]
+    for e, zh, en in zip(written, messages.event_rows(ZH, rows), messages.event_rows("en", rows)):
+        assert zh["message_text"] != e.message and CJK.search(zh["message_text"]), e.message
+        assert not ENGLISH.findall(_clean(zh["message_text"])), (e.message, zh["message_text"])
+        assert en["message_text"] == e.message
+        assert zh["reason_text"] != e.reason
+    approved_big = [zh for e, zh in zip(written, messages.event_rows(ZH, rows)) if e.job_id == big]
+    held = job_row(g.ctx, big)
+    big_row = {"reason": held.reason, "reason_code": held.reason_code, "reason_args": "{}"}
+    assert messages.job_reason_text(ZH, big_row) == "等待准入（已批准）"
+    assert any("fine by me" in e["message_text"] for e in approved_big)
 
     # The notifications of every kind the service writes (requested, approved, rejected, closed)
     with g.ctx.session(read_only=True) as s:
         rows = list(s.exec(select(Notification).order_by(Notification.id)))
-    kinds = {n.kind for n in rows}
-    assert {"approval.requested", "approval.approved", "approval.rejected", "approval.closed"} <= kinds
-    assert kinds <= set(NOTIFY_KEYS), kinds - set(NOTIFY_KEYS)
+        logged = list(s.exec(select(OperationLog).where(OperationLog.action.like("approval:%"))))
+        requests = list(s.exec(select(Approval)))
+    assert {n.kind for n in rows} == {"approval.requested", "approval.approved", "approval.rejected", "approval.closed"}
     for n in rows:
-        public = NotificationPublic(id=n.id, at=n.at, kind=n.kind, args=n.args, message=n.message,
-                                    read=False)
+        public = NotificationPublic(id=n.id, at=n.at, kind=n.kind, args=n.args, message=n.message, read=False)
         zh = notification_text(ZH, public)
         assert CJK.search(zh), (n.message, zh)
         assert not ENGLISH.findall(_clean(zh)), (n.message, zh)
-        assert notification_text("en", public).strip(), n.message
+        assert notification_text("en", public) == n.message == notifications.text("en", n.kind, n.args)
+
+    # The operation log's details of every approval action, and the notes the service wrote on the requests
+    assert {r.action for r in logged} == {"approval:create", "approval:approve", "approval:reject", "approval:close"}
+    for r in logged:
+        zh = oplog.details_text(ZH, r.code, r.args, r.details)
+        assert r.code and CJK.search(zh) and not ENGLISH.findall(_clean(zh)), (r.details, zh)
+        assert oplog.details_text("en", r.code, r.args, r.details) == r.details
+    written_notes = [a for a in requests if a.decision_code]
+    assert {a.decision_code for a in written_notes} == {"approval.auto_approved", "approval.closed"}
+    for a in written_notes:
+        public = approvals.get_approval(g.ctx, g.admin, a.id)
+        zh = note_text(ZH, approval_row(public))
+        assert CJK.search(zh) and not ENGLISH.findall(zh), (a.decision_note, zh)
+        assert note_text("en", approval_row(public)) == a.decision_note
 
 
-def test_notification_targets_and_close_reasons():
-    assert messages.target_text(ZH, "job train (#12)") == "作业 train（#12）"
-    assert messages.target_text(ZH, "job #12") == "作业 #12"
-    assert messages.target_text(ZH, "project lab") == "项目 lab"
-    assert messages.target_text(ZH, "something else") == "something else"
-    assert messages.message_text(ZH, "job train (#3) is Cancelled") == "作业 train（#3）的状态为“已取消”"
-    assert messages.message_text(ZH, "project 'lab' has expired") == "项目“lab”已过期"
-    assert messages.message_text(ZH, "its project no longer exists") == "其项目已不存在"
-    assert messages.message_text(ZH, "job #9 no longer exists") == "作业 #9 已不存在"
+def test_targets_and_close_reasons_read_in_both_languages():
+    from crater_app import i18n
+
+    def text(lang, part):
+        return i18n.render(lang, "error.approval.closed_now", {"id": 1, "why": part})
+
+    assert text(ZH, approvals.job_target(12, "train")) == "审批申请 1 已关闭：作业 train（#12）"
+    assert text(ZH, approvals.project_target("lab")) == "审批申请 1 已关闭：项目 lab"
+    assert text("en", i18n.part("approval.why.job_ended", job_id=3, job_name="train", phase="Cancelled")) == (
+        "approval request 1 was closed: job train (#3) is Cancelled")
+    assert text(ZH, i18n.part("approval.why.job_ended", job_id=3, job_name="train", phase="Cancelled")) == (
+        "审批申请 1 已关闭：作业 train（#3）的状态为“已取消”")
+    assert text(ZH, i18n.part("approval.why.project_expired", project="lab")) == "审批申请 1 已关闭：项目“lab”已过期"
+    assert text(ZH, i18n.part("approval.why.project_gone")) == "审批申请 1 已关闭：其项目已不存在"
+    assert text(ZH, i18n.part("approval.why.job_gone", job_id=9)) == "审批申请 1 已关闭：作业 #9 已不存在"

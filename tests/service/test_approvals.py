@@ -80,7 +80,8 @@ def test_auto_rule_boundaries(gov):
     # One second less is granted at once, by the rule, with no decider.
     auto = extend(g, second, 13 * H - 1)
     assert (auto.status, auto.auto, auto.decided_by) == ("approved", True, None)
-    assert "automatically" in auto.decision_note and "12 h" in auto.decision_note and "48 h" in auto.decision_note
+    assert auto.decision_code == "approval.auto_approved" and auto.decision_args == {"max_s": 12 * H, "window_s": 48 * H}
+    assert "automatically" in auto.decision_note and "12h" in auto.decision_note and "2d" in auto.decision_note
     assert job_row(g.ctx, second).max_runtime_s == 13 * H - 1
     assert [e.reason for e in events(g.ctx, second)][-1] == "RuntimeExtended"
     [note] = notes_of(g.ctx, g.alice.user_id)
@@ -140,7 +141,8 @@ def test_extend_runtime_approved_moves_the_backend_deadline(gov):
         time.sleep(0.05)
     assert job_row(g.ctx, job_id).phase == "Running"
     last = events(g.ctx, job_id)[-1]
-    assert last.reason == "RuntimeExtended" and "by pat" in last.message and "86400 s" in last.message
+    assert last.reason == "RuntimeExtended" and "by pat" in last.message and "to 1d" in last.message
+    assert (last.code, last.args["after"], last.args["by"]) == ("approval.runtime_extended", 86400, "pat")
     jobs.cancel_job(g.ctx, g.alice, job_id)
     drive_until(loop, job_id, "Cancelled")
 
@@ -266,7 +268,7 @@ def test_large_job_approved_goes_on_to_admission(gov):
     done = approvals.approve(g.ctx, g.pat, approval_id, "go ahead")
     assert done.status == "approved" and g.ctx.kick.is_set()
     job = job_row(g.ctx, job_id)
-    assert (job.phase, job.reason_code, job.reason) == ("Held", "quota", "waiting for admission (approved)")
+    assert (job.phase, job.reason_code, job.reason) == ("Held", "approved", "waiting for admission (approved)")
     last = events(g.ctx, job_id)[-1]
     assert last.reason == "Approved" and "go ahead" in last.message
 
@@ -281,7 +283,8 @@ def test_large_job_rejected_is_cancelled_with_the_note(gov):
     last = events(g.ctx, job_id)[-1]
     assert (last.phase, last.reason) == ("Cancelled", "Rejected") and "use 8 GPUs" in last.message
     [note] = notes_of(g.ctx, g.alice.user_id)
-    assert note.kind == "approval.rejected" and note.args["note"] == "use 8 GPUs" and note.args["by"] == "admin"
+    assert note.kind == "approval.rejected" and note.message.endswith("was rejected by admin: use 8 GPUs.")
+    assert note.args["note"] == {"key": "approval.note_suffix", "args": {"note": "use 8 GPUs"}}
     assert ("admin", "approval:reject", f"approval#{approval_id}") in oplog_actions(g.ctx)
     with pytest.raises(InvalidInput, match="large_job"):
         approvals.create_request(g.ctx, g.alice, "large_job", "please", job_id=job_id)
@@ -415,8 +418,10 @@ def test_notifications_list_mark_read_and_count(gov):
     listed = notifications.list_notifications(g.ctx, g.alice)
     assert listed.unread == 3 and [n.args["id"] for n in listed.items] == ids[::-1]
     assert [n.kind for n in listed.items] == ["approval.approved", "approval.rejected", "approval.approved"]
-    assert listed.items[1].message == "Your reclaim lock request #%d for job b (#%d) was rejected by pat: no" % (
+    assert listed.items[1].message == "Your request #%d (Reclaim lock) for job b (#%d) was rejected by pat: no." % (
         ids[1], approvals.get_approval(g.ctx, g.alice, ids[1]).job_id)
+    in_chinese = notifications.localized(listed, "zh-CN").items[1].message
+    assert in_chinese.startswith("你针对作业 b（#") and in_chinese.endswith("已由 pat 驳回：no。")
     newest = listed.items[0].id
     assert notifications.mark_read(g.ctx, g.alice, [newest]) == 1
     assert notifications.mark_read(g.ctx, g.alice, [newest]) == 0  # already read

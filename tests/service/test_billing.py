@@ -13,7 +13,7 @@ from sqlmodel import select
 from crater_app.db.models import Job, OperationLog, PointLedger, Project, User
 from crater_app.domain.errors import Forbidden, InvalidInput, NotFound, PaymentRequired
 from crater_app.domain.policy import Actor
-from crater_app.services import billing, jobs, projects, users
+from crater_app.services import billing, jobs, oplog, projects, users
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import USER_PASSWORD, World
 from tests.helpers import counts, ran_job
@@ -219,12 +219,17 @@ def test_grants_prices_and_allowance_are_admin_only_and_logged(shop):
         ("extra", 40, "course"), ("extra", -15, "correction")]
     assert billing.set_project_billing(ctx, admin, "vision", 250).member_allowance_points == 250
     with ctx.session() as s:
-        logs = [(r.action, r.target, r.details) for r in s.exec(select(OperationLog).where(
+        logs = [(r.action, r.target, r.code, r.args, r.details) for r in s.exec(select(OperationLog).where(
             OperationLog.action.in_(["billing:grant", "project:billing:set", "billing:prices:set"])).order_by(OperationLog.id))]
-    assert logs[0][0] == "billing:prices:set" and "nvidia.com/gpu:NVIDIA-A100-SXM4-80GB=20/h" in logs[0][2]
-    assert logs[1:] == [("billing:grant", "alice", "points=40; note=course"),
-                        ("billing:grant", "alice", "points=-15; note=correction"),
-                        ("project:billing:set", "vision", "member_allowance_points=0->250")]
+    assert logs[0][:3] == ("billing:prices:set", "billing-prices", "billing.prices_set")
+    assert "nvidia.com/gpu (NVIDIA-A100-SXM4-80GB): 20" in logs[0][3]["prices"]
+    assert [row[:4] for row in logs[1:]] == [
+        ("billing:grant", "alice", "billing.granted_note", {"points": 40, "note": "course"}),
+        ("billing:grant", "alice", "billing.granted_note", {"points": -15, "note": "correction"}),
+        ("project:billing:set", "vision", "billing.allowance_set", {"before": 0, "after": 250})]
+    assert [row[4] for row in logs[1:]] == ["40 points; note: course", "-15 points; note: correction",
+                                            "free allowance per member: 0 → 250 points a month"]
+    assert oplog.details_text("zh-CN", logs[3][2], logs[3][3]) == "每位成员的免费额度：0 → 250 点/月"
 
 
 def test_set_prices_replaces_the_table(shop):

@@ -86,7 +86,7 @@ def test_admin_edit_dialog(console):
     run(handler(AdminUsersState, "set_edit_role"), page, "guest")
     run(handler(AdminUsersState, "save_edit"), page, {"max_sessions": "2", "max_accelerators_per_job": "",
                                                       "max_runtime": "forever"})
-    assert page.edit_open and page.edit_error_field == "max_runtime"
+    assert page.edit_open and list(page.field_errors) == ["edit.max_runtime"]
     with console.ctx.session(read_only=True) as s:
         alice = s.exec(select(User).where(User.username == "alice")).one()
     assert (alice.role, alice.max_sessions) == ("user", None)  # nothing written
@@ -101,7 +101,7 @@ def test_admin_edit_dialog(console):
     run(handler(AdminUsersState, "set_edit_status"), page, "disabled")
     run(handler(AdminUsersState, "save_edit"), page, {"max_sessions": "", "max_accelerators_per_job": "",
                                                       "max_runtime": ""})
-    assert page.edit_error_field == "status"
+    assert list(page.field_errors) == ["edit.status"]
     # a non-admin is refused by the service
     page._token = console.tokens["alice"]
     run(handler(AdminUsersState, "set_status"), page, "bob", "disabled")

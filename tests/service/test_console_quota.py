@@ -14,7 +14,7 @@ from sqlmodel import select
 from crater_app.db.models import OperationLog
 from crater_app.services import jobs, projects, quotas
 from crater_app.state import base as base_state
-from crater_app.state.jobs import NewJobState
+from crater_app.state.job_new import NewJobState
 from crater_app.state.projects import ProjectDetailState
 from tests.helpers import run_handler
 
@@ -82,7 +82,7 @@ def test_admin_edits_the_quota_errors_stay_in_the_dialog(console):
     stored = quotas.get_quota(console.ctx, console.admin, "vision")
     assert stored.capability == {GPU: "1", "memory": str(4 * 1024 ** 3)} and stored.guarantee == {
         "memory": str(2 * 1024 ** 3)}
-    assert [(r["key"], r["capability"], r["used"]) for r in admin.quota] == [("memory", "4.0 GiB", "0 B"),
+    assert [(r["key"], r["capability"], r["used"]) for r in admin.quota] == [("memory", "4 GiB", "0 B"),
                                                                             (GPU, "1", "0")]
     assert len(_quota_actions(console)) == 1
     # reopening shows what is stored, as quantity text
@@ -132,7 +132,7 @@ def test_project_admin_sets_a_share(console):
     run(bob, "save_share")
     assert bob.share_user == "" and bob.share_error == ""
     alice_row = next(m for m in bob.members if m["username"] == "alice")
-    assert alice_row["share"] == "500m, 1 × nvidia.com/gpu"
+    assert alice_row["share"] == "1 × nvidia.com/gpu, 0.5 cores"
     run(bob, "open_share", "alice")
     assert [(r["resource"], r["amount"]) for r in bob.share_edit] == [("cpu", "500m"), (GPU, "1")]
     run(bob, "remove_share_row", 0)

@@ -28,7 +28,8 @@ def test_create_project_admin_only_and_logged(world):
         "vision", "Vision lab", "CV research", expiry, False, 0)
     assert p.expires_at.utcoffset() == timedelta(0)
     rows = _oplog(ctx, "project:create")
-    assert rows[-1].target == "vision" and rows[-1].actor == "admin" and "expires_at" in rows[-1].details
+    assert rows[-1].target == "vision" and rows[-1].actor == "admin" and rows[-1].details.startswith("expires at 20")
+    assert rows[-1].code == "project.created_expiring" and set(rows[-1].args) == {"expires_at"}
     for who in (world.alice, world.guest):
         with pytest.raises(Forbidden):
             projects.create_project(ctx, who, "nope")
@@ -81,7 +82,9 @@ def test_members_roles_visibility_and_cache(world):
     assert [p.name for p in projects.list_projects(ctx, admin)] == ["default", "vision"]
     # role change, logged with before -> after; setting the same role again writes nothing
     projects.set_member(ctx, alice, "vision", "bob", "viewer")
-    assert _oplog(ctx, "project:member:set")[-1].details == "role=member->viewer"
+    changed = _oplog(ctx, "project:member:set")[-1]
+    assert (changed.code, changed.args, changed.details) == (
+        "project.member_set", {"role_before": "member", "role": "viewer"}, "role: Member → Viewer")
     n = len(_oplog(ctx, "project:member:set"))
     projects.set_member(ctx, alice, "vision", "bob", "viewer")
     assert len(_oplog(ctx, "project:member:set")) == n
@@ -130,7 +133,9 @@ def test_default_project_rule(world):
     with ctx.session() as s:
         alice = s.exec(select(User).where(User.username == "alice")).one()
     assert alice.default_project_id == _pid(ctx, "vision")
-    assert "default project now 'vision'" in _oplog(ctx, "project:member:remove")[-1].details
+    removed = _oplog(ctx, "project:member:remove")[-1]
+    assert removed.code == "project.member_removed_default_moved" and removed.args["default_project"] == "vision"
+    assert removed.details.endswith("default project now vision")
     actor = users.authenticate(ctx, world.tokens["alice"])
     assert actor.default_project_id == _pid(ctx, "vision") and _pid(ctx, "default") not in actor.project_roles
     assert jobs.submit_job(ctx, actor, {"name": "x", "command": ["true"]}).project == "vision"

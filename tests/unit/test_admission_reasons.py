@@ -96,4 +96,6 @@ def test_a_held_event_reads_as_the_reason_did_when_it_was_written():
 def test_console_rows_use_the_same_rendering():
     held = {"reason": "stored", "reason_code": "queue", "reason_args": json.dumps(QUEUE_ARGS)}
     assert messages.job_reason_text("zh-CN", held).startswith("在项目 lab 的队列中排第 2 位")
+    queued = {"reason": "waiting for 2 × nvidia.com/gpu; 1 free", "reason_code": "", "reason_args": "{}"}
+    assert messages.job_reason_text("zh-CN", queued) == queued["reason"]  # no code: the backend's text as stored
     assert messages.job_reason_text("zh-CN", {"reason": "x", "reason_code": "quota", "reason_args": "not json"}) == "x"

@@ -15,14 +15,13 @@ from crater_app.domain.billing import (
     hourly_rate,
     period_of,
     price_table,
-    refusal,
     split_charge,
     unit_price,
     validate_allowance,
     validate_grant,
     validate_prices,
 )
-from crater_app.domain.errors import InvalidInput
+from crater_app.domain.errors import InvalidInput, PaymentRequired
 
 GIB = 2**30
 TABLE = price_table([
@@ -78,10 +77,11 @@ def test_period_is_the_utc_month():
     assert period_of(datetime(2026, 12, 1, 0, 30, tzinfo=timezone.utc)) == "2026-12"
 
 
-def test_refusal_names_project_and_balances():
-    text = refusal("vision", 100.0, 0.0)
-    assert text.startswith("billing: your free allowance in project vision (100 points this month) and your extra "
-                           "balance (0 points) are used up")
+def test_refusal_names_project_and_balances_in_both_languages():
+    refused = PaymentRequired("billing.exhausted", "project", project="vision", allowance=100.0, extra=0.0)
+    assert refused.message.startswith("billing: your free allowance in project vision (100 points this month) and "
+                                      "your extra balance (0 points) are used up")
+    assert refused.message_in("zh-CN").startswith("计费：你在项目 vision 中的免费额度（本月 100 点）")
 
 
 def test_validate_prices_accepts_a_table():

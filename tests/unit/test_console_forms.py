@@ -62,9 +62,13 @@ def _job(**over) -> JobPublic:
 
 def test_views_format_jobs_and_nodes():
     row = views.job_row(_job())
-    assert row["gpus"] == "2 × GPU" and row["runtime"] == "1h 2m" and row["created"] == "2025-01-02 03:04:05"
+    assert row["gpus"] == "2 × GPU" and row["runtime_s"] == "3725" and row["created"] == "2025-01-02 03:04:05"
+    assert views.durations("en", row)["runtime"] == "1h 2m" and views.durations("zh-CN", row)["runtime"] == "1小时2分钟"
+    assert views.durations("en", views.job_row(_job(started_at=None)), "—")["runtime"] == "—"
     detail = views.job_detail(_job(exit_code=None, resubmitted_from=3))
-    assert detail["exit_code"] == "" and detail["devices"] == "0, 1" and detail["max_runtime"] == "2h 0m"
+    assert detail["exit_code"] == "" and detail["devices"] == "0, 1" and detail["max_runtime_s"] == "7200"
+    assert views.durations("en", detail)["max_runtime"] == "2h" and views.durations("zh-CN", detail)["max_runtime"] == (
+        "2小时")
     assert detail["resubmitted_from"] == "3"
     devices = [DevicePublic(index=i, resource="nvidia.com/gpu", model="A100", memory_bytes=80 << 30, uuid=f"v{i}",
                             virtual=True, busy=i == 0, job_id=7 if i == 0 else None, job_name="j" if i == 0 else None,

@@ -5,6 +5,7 @@ codes and arguments come from the real builders (domain.admission.decide, servic
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -12,7 +13,7 @@ import pytest
 
 from crater_app import i18n
 from crater_app.domain.admission import Demand, ProjectQuota, UserLimits, decide
-from crater_app.services import job_reasons
+from crater_app.services import admission, job_reasons
 from crater_app.services.job_events import event_text
 from crater_app.state import messages
 
@@ -123,28 +124,34 @@ def test_queue_holds_name_the_blocking_job_and_translate_its_code():
     assert "nvidia.com/gpu" in capacity and "无法估计启动时间" in capacity
 
 
-def test_job_reason_of_held_rows_translates_core_amounts():
-    import json
+def held_rows() -> list[tuple[str, dict[str, str]]]:
+    """(what, console row) of a Held job for every hold the admission rules write, as the console holds it: the
+    stored English sentence with its ``reason_code`` and ``reason_args``."""
+    found = holds()
+    found["approval"] = admission.approval_hold(16, 8)  # a large job's hold as the submission path writes it
+    rows = [(f"Held/{name}", {"reason": hold.sentence, "reason_code": hold.code,
+                              "reason_args": json.dumps(hold.args)}) for name, hold in found.items()]
+    p = preemption()
+    rows.append(("Held/reclaim", {"reason": p.sentence, "reason_code": "reclaim", "reason_args": json.dumps(p.args)}))
+    return rows
 
-    row = {"reason": "x", "reason_code": "quota", "reason_args": json.dumps({
-        "project": "lab", "position": 1, "held": 1, "limit": "4 cores", "used": "4 cores", "request": "1 core",
-        "jobs": 2, "users": 1})}
+
+@pytest.mark.parametrize(("what", "row"), held_rows(), ids=lambda v: v if isinstance(v, str) else "")
+def test_a_held_jobs_reason_renders_from_its_code_in_the_console(what, row):
     zh = messages.job_reason_text(ZH, row)
-    assert "4 核" in zh and "1 核" in zh and "core" not in zh
+    assert_chinese(what, row["reason"], zh, keep=PARAMS)
+    assert "{" not in zh and "None" not in zh
 
 
-def test_every_new_key_exists_in_both_languages():
-    for lang in i18n.LANGUAGES:
-        table = i18n.messages(lang)
-        assert [k for k in messages.MESSAGE_KEYS if k not in table] == []
+def test_a_reason_without_a_code_or_with_arguments_that_do_not_fit_stays_as_stored():
+    assert messages.job_reason_text(ZH, {"reason": "waiting for placement", "reason_code": "", "reason_args": "{}"}) == (
+        "waiting for placement")
+    assert messages.job_reason_text(ZH, {"reason": "x", "reason_code": "quota", "reason_args": "not json"}) == "x"
 
 
-def test_decision_notes_the_service_writes_are_translated():
-    from crater_app.state.approvals import decision_note_text
-
-    auto = "approved automatically: an extension under 12 h, at most once per 48 h per user"
-    assert decision_note_text(ZH, auto) == "已自动批准：延长不足 12 小时，每位用户每 48 小时至多一次"
-    assert decision_note_text(ZH, "closed: job train (#3) is Succeeded") == "已关闭：作业 train（#3）的状态为“已成功”"
-    assert decision_note_text(ZH, "the cluster is busy this week") == "the cluster is busy this week"
-    assert decision_note_text("en", auto) == auto
-    assert decision_note_text("en", "closed: its project no longer exists") == "closed: its project no longer exists"
+def test_an_approved_or_rejected_large_jobs_reason_renders_from_its_code():
+    approved = {"reason": "waiting for admission (approved)", "reason_code": "approved", "reason_args": "{}"}
+    assert messages.job_reason_text(ZH, approved) == "等待准入（已批准）"
+    args = {"gpus": 16, "by": "pat", "via": i18n.part("approval.via_note", approval_id=3, note="too big")}
+    rejected = {"reason": "r", "reason_code": "rejected", "reason_args": json.dumps(args)}
+    assert messages.job_reason_text(ZH, rejected) == "使用 16 个加速器运行的申请已被 pat 驳回（审批 #3：too big）"

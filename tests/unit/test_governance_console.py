@@ -100,7 +100,20 @@ def test_oplog_row():
     entry = OperationLogPublic(id=5, at=NOW, actor="admin", actor_role="admin", action="project:create",
                                target="vision", result="ok", details="")
     assert gv.oplog_row(entry) == {"id": "5", "at": "2026-11-30 12:00:00", "actor": "admin", "actor_role": "admin",
-                                   "action": "project:create", "target": "vision", "result": "ok", "details": ""}
+                                   "action": "project:create", "target": "vision", "result": "ok", "details": "",
+                                   "code": "", "args": "{}"}
+
+
+def test_oplog_details_render_from_their_code_and_old_rows_keep_their_text():
+    coded = OperationLogPublic(id=6, at=NOW, actor="admin", actor_role="admin", action="project:member:set",
+                               target="vision/bob", result="ok", details="role: Member → Project admin",
+                               code="project.member_set", args={"role_before": "member", "role": "admin"})
+    row = gv.oplog_row(coded)
+    assert gv.oplog_texts("en", row)["details"] == "role: Member → Project admin"
+    assert gv.oplog_texts("zh-CN", row)["details"] == "角色：成员 → 项目管理员"
+    old = gv.oplog_row(OperationLogPublic(id=7, at=NOW, actor="admin", actor_role="admin", action="project:quota:set",
+                                          target="vision", result="ok", details="capability={}->{gpu: 8}"))
+    assert gv.oplog_texts("zh-CN", old)["details"] == "capability={}->{gpu: 8}"
 
 
 # ---- forms ------------------------------------------------------------------------------------------------------
@@ -195,7 +208,7 @@ def test_oplog_query_and_url_round_trip():
     assert oplog_url(oplog_query({})[0], 1) == "/admin/operation-logs"
     for bad in ("0", "-1", "x", "99999999999"):
         assert oplog_query({"page": bad})[1] == 1
-    assert oplog_query({"actor": "a" * 100})[0]["actor"] == "a" * 63
+    assert oplog_query({"actor": "a" * 100})[0]["actor"] == "a" * 64
 
 
 def test_oplog_arguments():

@@ -1,7 +1,7 @@
 """The console's translations: both languages have the same keys, no empty text, and every key the
 console uses exists (``t("key")`` in ``crater_app/ui``, ``msg("key")``/``FormError("key", ...)`` in
-``crater_app/state``, plus the key families built at run time: phases, roles, statuses, languages, event
-reasons, and the status-sentence templates of ``crater_app/state/messages.py``)."""
+``crater_app/state``, plus the key families built at run time: phases, roles, statuses, languages, approval kinds
+and states). The codes the services produce are checked in ``tests/unit/test_message_codes.py``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from crater_app import i18n
 from crater_app.i18n.format import placeholders
 from crater_app.domain.jobs import JobPhase
+from crater_app.domain.approvals import KINDS, STATUSES
 from crater_app.domain.policy import PLATFORM_ROLES, PROJECT_ROLES, USER_STATUSES
-from crater_app.state import messages
 
 PKG = Path(i18n.__file__).resolve().parent.parent
 LANGS = ("en", "zh-CN")
@@ -64,14 +64,13 @@ def test_every_key_used_by_the_console_exists():
         "role.": list(PLATFORM_ROLES),
         "status.": list(USER_STATUSES),
         "lang.": list(i18n.LANGUAGES),
-        "reason.": list(messages.KNOWN_REASONS),
         "project.role.": list(PROJECT_ROLES),
+        "approvals.kind.": list(KINDS),
+        "approval.state.": list(STATUSES),
     }
     assert prefixes <= set(families), prefixes - set(families)
     missing = [prefix + member for prefix, members in families.items() for member in members if prefix + member not in en]
     assert missing == []
-    # The sentence templates of crater_app/state/messages.py (looked up from its pattern table).
-    assert [k for k in messages.MESSAGE_KEYS if k not in en] == []
 
 
 def test_loader_falls_back_to_english():

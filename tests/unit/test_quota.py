@@ -73,7 +73,7 @@ def test_parse_quota_reads_three_sections():
         ({"guarantee": {"nvidia.com/gpu": 5}, "deserved": {"nvidia.com/gpu": 4}}, "guarantee.nvidia.com/gpu",
          ("5 × nvidia.com/gpu", "4 × nvidia.com/gpu")),
         ({"deserved": {"cpu": "40"}, "capability": {"cpu": "32"}}, "deserved.cpu", ("40 cores", "32 cores")),
-        ({"guarantee": {"memory": "2Gi"}, "capability": {"memory": "1Gi"}}, "guarantee.memory", ("2.0 GiB", "1.0 GiB")),
+        ({"guarantee": {"memory": "2Gi"}, "capability": {"memory": "1Gi"}}, "guarantee.memory", ("2 GiB memory", "1 GiB memory")),
         ({"deserved": {A100: 3}, "capability": {A100: 2}}, f"deserved.{A100}", ("3 × nvidia.com/gpu (NVIDIA-A100",)),
     ],
 )

@@ -28,8 +28,10 @@ def test_quota_rows_order_formatting_and_levels():
     assert [r["key"] for r in rows] == ["cpu", "memory", GPU, A100]
     cpu, memory, gpu, a100 = rows
     assert cpu == {"key": "cpu", "resource": "cpu", "model": "", "guarantee": "", "deserved": "8 cores",
-                   "capability": "16 cores", "used": "1500m", "percent": "9", "level": "ok"}
-    assert memory["capability"] == "64.0 GiB" and memory["used"] == "8.0 GiB" and memory["percent"] == "12"
+                   "capability": "16 cores", "used": "1.5 cores", "percent": "9", "level": "ok"}
+    assert memory["capability"] == "64 GiB" and memory["used"] == "8 GiB" and memory["percent"] == "12"
+    zh = {r["key"]: r for r in qv.quota_rows(_quota(), "zh-CN")}
+    assert zh["cpu"]["deserved"] == "8 核" and zh["cpu"]["used"] == "1.5 核" and zh[GPU]["capability"] == "4"
     assert gpu["guarantee"] == "1" and gpu["deserved"] == "2" and gpu["capability"] == "4"
     assert gpu["used"] == "4" and gpu["percent"] == "100" and gpu["level"] == "full"
     assert a100["resource"] == GPU and a100["model"] == "NVIDIA-A100-SXM4-80GB" and a100["percent"] == "50"
@@ -128,9 +130,10 @@ def test_place_error_matches_the_service_field():
 
 
 def test_share_rows_body_and_text():
-    assert qv.share_text({}) == ""
-    assert qv.share_text({GPU: "2", "cpu": "4"}) == "4 cores, 2 × nvidia.com/gpu"
-    assert qv.share_text({A100: "1"}) == "1 × nvidia.com/gpu (NVIDIA-A100-SXM4-80GB)"
+    assert qv.share_text("en", {}) == ""
+    assert qv.share_text("en", {GPU: "2", "cpu": "4"}) == "2 × nvidia.com/gpu, 4 cores"
+    assert qv.share_text("zh-CN", {GPU: "2", "cpu": "4"}) == "2 × nvidia.com/gpu、4 核 CPU"
+    assert qv.share_text("en", {A100: "1"}) == "1 × nvidia.com/gpu (NVIDIA-A100-SXM4-80GB)"
     rows = qv.share_editor_rows({GPU: "2", "memory": str(16 * 1024 ** 3)})
     assert [(r["resource"], r["amount"]) for r in rows] == [("memory", "16Gi"), (GPU, "2")]
     assert qv.share_body(rows) == {"memory": "16Gi", GPU: "2"}

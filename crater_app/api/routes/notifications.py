@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api.body import decode_optional_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
 from crater_app.api.docs import request_body
+from crater_app.api.errors import request_language
 from crater_app.api.responses import json_response
 from crater_app.api.routes import API_PREFIX
 from crater_app.schemas import NotificationList
@@ -32,12 +33,14 @@ READ_BODY = {"requestBody": {**request_body(NotificationsRead)["requestBody"], "
 
 @router.get("/notifications", response_model=NotificationList)
 async def list_notifications(
-    c: CtxDep, a: CurrentActor, limit: Annotated[int, Query(ge=1, le=notifications.MAX_LIST)] = 50,
+    request: Request, c: CtxDep, a: CurrentActor, limit: Annotated[int, Query(ge=1, le=notifications.MAX_LIST)] = 50,
     unread: bool = False,
 ) -> Response:
     """The caller's notifications, unread first then newest (``unread=true``: only unread), and the count of
-    unread ones."""
-    return json_response(await run_read(notifications.list_notifications, c, a, limit, unread))
+    unread ones; each ``message`` in the request's language (``Accept-Language``), ``kind`` + ``args`` as
+    stored."""
+    found = await run_read(notifications.list_notifications, c, a, limit, unread)
+    return json_response(notifications.localized(found, request_language(request)))
 
 
 @router.post("/notifications/read", openapi_extra=READ_BODY)

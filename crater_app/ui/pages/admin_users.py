@@ -7,9 +7,17 @@ import reflex as rx
 from crater_app.state import AdminUsersState, AppState
 from crater_app.state.admin import ROLES, STATUSES
 from crater_app.ui.components import (
-    MONO, error_callout, field, loading, or_empty, page_header, role_badge, section_title, shell, t,
+    MONO, clears, error_callout, field, field_error, invalid, loading, or_empty, page_header, role_badge,
+    section_title, shell, t,
 )
 from crater_app.ui.governance import admins_only
+
+S = AdminUsersState
+
+
+def _edits(name: str) -> dict:
+    """The props that clear input ``name``'s error when it changes and mark it invalid while it has one."""
+    return {"on_change": clears(S, name), "aria_invalid": invalid(S, name)}
 
 
 def _create_form() -> rx.Component:
@@ -19,25 +27,29 @@ def _create_form() -> rx.Component:
                 section_title(t("admin.create.title"), "user_plus"),
                 rx.grid(
                     field(t("admin.username"), rx.input(name="username", id="new-username", required=True,
-                                                        max_length=63, font_family=MONO),
-                          t("admin.username.hint"), required=True),
+                                                        max_length=64, font_family=MONO, **_edits("username")),
+                          t("admin.username.hint"), required=True, error=field_error(S, "username")),
                     field(t("admin.password"), rx.input(name="password", id="new-password", type="password",
-                                                        required=True, auto_complete="new-password"),
-                          t("admin.password.hint"), required=True),
+                                                        required=True, auto_complete="new-password",
+                                                        **_edits("password")),
+                          t("admin.password.hint"), required=True, error=field_error(S, "password")),
                     field(t("admin.role"), rx.select.root(
                         rx.select.trigger(width="100%", id="new-role"),
                         rx.select.content(*[rx.select.item(t(f"role.{r}"), value=r) for r in ROLES]),
                         value=AdminUsersState.role_choice,
                         on_change=AdminUsersState.set_role_choice,
-                    )),
+                    ), error=field_error(S, "role")),
                     field(t("admin.display_name"), rx.input(name="display_name", id="new-display-name",
-                                                            max_length=128)),
-                    field(t("admin.email"), rx.input(name="email", id="new-email", type="email", max_length=254)),
+                                                            max_length=128, **_edits("display_name")),
+                          error=field_error(S, "display_name")),
+                    field(t("admin.email"), rx.input(name="email", id="new-email", type="email", max_length=254,
+                                                     **_edits("email")),
+                          error=field_error(S, "email")),
                     columns=rx.breakpoints(initial="1", sm="2", md="3"),
                     spacing="4",
                     width="100%",
                 ),
-                error_callout(AdminUsersState.error, id="create-user-error"),
+                error_callout(AdminUsersState.form_error, id="create-user-error"),
                 rx.hstack(
                     rx.button(rx.icon("user_plus", size=16), t("admin.create.submit"), type="submit",
                               id="create-user"),
@@ -91,9 +103,8 @@ def _actions(user: rx.Var) -> rx.Component:
 def _limit_input(name: str, label: rx.Var) -> rx.Component:
     return field(label, rx.input(
         name=name, id=f"edit-{name}", default_value=AdminUsersState.edit_limits[name],
-        placeholder=AppState.tr["admin.limit.default"], font_family=MONO,
-        color_scheme=rx.cond(AdminUsersState.edit_error_field == name, "red", "gray"),
-    ))
+        placeholder=AppState.tr["admin.limit.default"], font_family=MONO, **_edits(f"edit.{name}"),
+    ), error=field_error(S, f"edit.{name}", f"edit-{name.replace('_', '-')}-error"))
 
 
 def _edit_dialog() -> rx.Component:
@@ -109,12 +120,12 @@ def _edit_dialog() -> rx.Component:
                             rx.select.trigger(width="100%", id="edit-role"),
                             rx.select.content(*[rx.select.item(t(f"role.{r}"), value=r) for r in ROLES]),
                             value=AdminUsersState.edit_role, on_change=AdminUsersState.set_edit_role,
-                        )),
+                        ), error=field_error(S, "edit.role", "edit-role-error")),
                         field(t("admin.status"), rx.select.root(
                             rx.select.trigger(width="100%", id="edit-status"),
                             rx.select.content(*[rx.select.item(t(f"status.{x}"), value=x) for x in STATUSES]),
                             value=AdminUsersState.edit_status, on_change=AdminUsersState.set_edit_status,
-                        )),
+                        ), error=field_error(S, "edit.status", "edit-status-error")),
                         _limit_input("max_sessions", t("admin.max_sessions")),
                         _limit_input("max_accelerators_per_job", t("admin.max_accelerators_per_job")),
                         _limit_input("max_runtime", t("admin.max_runtime")),

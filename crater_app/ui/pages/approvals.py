@@ -7,10 +7,18 @@ import reflex as rx
 
 from crater_app.state import ApprovalsState
 from crater_app.state.approvals import FORM_KINDS, KIND_KEYS, QUOTA_SECTIONS, SECTION_KEYS
-from crater_app.ui.components import MONO, error_callout, field, loading, or_empty, page_header, shell, t, wide_only
+from crater_app.ui.components import (
+    MONO, clears, error_callout, field, field_error, invalid, loading, or_empty, page_header, shell, t, wide_only,
+)
 from crater_app.ui.governance import pager
 
+S = ApprovalsState
 STATUS_COLORS = (("pending", "amber"), ("approved", "green"), ("rejected", "red"), ("closed", "gray"))
+
+
+def _edits(name: str) -> dict:
+    """The props that clear input ``name``'s error when it changes and mark it invalid while it has one."""
+    return {"on_change": clears(S, name), "aria_invalid": invalid(S, name)}
 WIDE_CELL = {"display": wide_only("table-cell")}
 
 
@@ -154,7 +162,7 @@ def _quota_fields() -> rx.Component:
             rx.select.content(rx.foreach(ApprovalsState.project_options, lambda p: rx.select.item(p, value=p))),
             value=ApprovalsState.new_project,
             on_change=ApprovalsState.set_new_project,
-        ), required=True),
+        ), required=True, error=field_error(S, "project", "new-approval-project-error")),
         field(t("approvals.form.section"), rx.select.root(
             rx.select.trigger(width="100%", id="new-approval-section"),
             rx.select.content(*[rx.select.item(t(SECTION_KEYS[s]), value=s) for s in QUOTA_SECTIONS]),
@@ -163,7 +171,8 @@ def _quota_fields() -> rx.Component:
         ), t("approvals.form.section.hint")),
         field(t("approvals.form.resources"), rx.text_area(
             name="resources", id="new-approval-resources", placeholder="nvidia.com/gpu=8, cpu=64, memory=512Gi",
-            font_family=MONO, rows="3", max_length=2000), t("approvals.form.resources.hint"), required=True),
+            font_family=MONO, rows="3", max_length=2000, **_edits("resources")), t("approvals.form.resources.hint"),
+            required=True, error=field_error(S, "resources", "new-approval-resources-error")),
         spacing="3",
         width="100%",
     )
@@ -173,13 +182,15 @@ def _job_fields() -> rx.Component:
     return rx.vstack(
         field(t("approvals.form.job"), rx.input(name="job_id", id="new-approval-job", default_value=
                                                 ApprovalsState.new_job_id, inputmode="numeric", max_length=20,
-                                                font_family=MONO, placeholder="42"),
-              t("approvals.form.job.hint"), required=True),
+                                                font_family=MONO, placeholder="42", **_edits("job_id")),
+              t("approvals.form.job.hint"), required=True, error=field_error(S, "job_id", "new-approval-job-error")),
         rx.cond(
             ApprovalsState.new_kind == "extend_runtime",
             field(t("approvals.form.max_runtime"), rx.input(name="max_runtime", id="new-approval-runtime",
-                                                            placeholder="24h", max_length=32, font_family=MONO),
-                  t("approvals.form.max_runtime.hint"), required=True),
+                                                            placeholder="24h", max_length=32, font_family=MONO,
+                                                            **_edits("max_runtime")),
+                  t("approvals.form.max_runtime.hint"), required=True,
+                  error=field_error(S, "max_runtime", "new-approval-runtime-error")),
         ),
         spacing="3",
         width="100%",
@@ -193,11 +204,14 @@ def _new_request_dialog() -> rx.Component:
             rx.dialog.description(t("approvals.new.description"), size="2", color_scheme="gray"),
             rx.form(
                 rx.vstack(
-                    field(t("approvals.form.kind"), _kind_select()),
+                    field(t("approvals.form.kind"), _kind_select(),
+                          error=field_error(S, "kind", "new-approval-kind-error")),
                     rx.cond(ApprovalsState.new_kind == "quota", _quota_fields(), _job_fields()),
                     field(t("approvals.form.reason"), rx.text_area(name="reason", id="new-approval-reason",
-                                                                   required=True, max_length=1000, rows="3"),
-                          t("approvals.form.reason.hint"), required=True),
+                                                                   required=True, max_length=1000, rows="3",
+                                                                   **_edits("reason")),
+                          t("approvals.form.reason.hint"), required=True,
+                          error=field_error(S, "reason", "new-approval-reason-error")),
                     error_callout(ApprovalsState.form_error, id="new-approval-error"),
                     rx.hstack(
                         rx.dialog.close(rx.button(t("common.cancel"), variant="soft", color_scheme="gray",
@@ -231,7 +245,8 @@ def _decision_dialog() -> rx.Component:
             rx.form(
                 rx.vstack(
                     field(t("approvals.decide.note"), rx.text_area(name="note", id="decision-note", max_length=1000,
-                                                                   rows="3"), t("approvals.decide.note.hint")),
+                                                                   rows="3", **_edits("note")),
+                          t("approvals.decide.note.hint"), error=field_error(S, "note", "decision-note-error")),
                     error_callout(ApprovalsState.decide_error, id="decision-error"),
                     rx.hstack(
                         rx.dialog.close(rx.button(t("common.cancel"), variant="soft", color_scheme="gray",

@@ -59,7 +59,7 @@ def _actions() -> list[rx.Component]:
         rx.cond(JobDetailState.finished, rx.fragment(), _cancel_button()),
         # A longer max_runtime goes through an approval request (granted at once under the auto rule).
         rx.cond(
-            ~JobDetailState.finished & (J["max_runtime"] != ""),
+            ~JobDetailState.finished & (J["max_runtime_s"] != ""),
             rx.link(rx.button(rx.icon("timer", size=14), t("job.request_time"), variant="soft"),
                     href="/approvals?new=extend_runtime&job=" + J["id"], id="request-time"),
         ),
@@ -113,7 +113,7 @@ def _overview() -> rx.Component:
                 _item(t("job.created"), J["created"]),
                 _item(t("job.started"), J["started"]),
                 _item(t("job.finished"), J["finished"]),
-                _item(t("job.runtime"), J["runtime"]),
+                _item(t("job.runtime"), JobDetailState.view_job["runtime"]),
                 rx.cond(
                     J["resubmitted_from"] != "",
                     _item(t("job.resubmitted_from"),
@@ -147,7 +147,7 @@ def _resources() -> rx.Component:
                 ),
                 _item(t("job.cpu"), J["cpu"]),
                 _item(t("job.memory"), J["memory"]),
-                _item(t("job.max_runtime"), J["max_runtime"]),
+                _item(t("job.max_runtime"), JobDetailState.view_job["max_runtime"]),
                 _item(t("job.priority"), J["priority"]),
                 _item(t("job.image"), rx.text(or_empty(J["image"], rx.text(J["image"], as_="span", font_family=MONO,
                                                                            size="2")))),

@@ -5,7 +5,11 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import NewJobState
-from crater_app.ui.components import MONO, error_callout, field, loading, page_header, section_title, shell, t
+from crater_app.ui.components import (
+    MONO, clears, error_callout, field, field_error, invalid, loading, page_header, section_title, shell, t,
+)
+
+S = NewJobState
 
 
 def _crumbs() -> rx.Component:
@@ -24,11 +28,14 @@ def _basics() -> rx.Component:
             section_title(t("newjob.section.basics"), "file_text"),
             rx.grid(
                 field(t("newjob.name"), rx.input(name="name", id="job-name", placeholder="train-resnet50",
-                                                 required=True, max_length=63, font_family=MONO),
-                      t("newjob.name.hint"), required=True),
+                                                 required=True, max_length=63, font_family=MONO,
+                                                 on_change=clears(S, "name"), aria_invalid=invalid(S, "name")),
+                      t("newjob.name.hint"), required=True, error=field_error(S, "name", "job-name-error")),
                 field(t("newjob.priority"), rx.input(name="priority", id="job-priority", type="number",
-                                                     default_value="0", min=-1000, max=1000),
-                      t("newjob.priority.hint")),
+                                                     default_value="0", min=-1000, max=1000,
+                                                     on_change=clears(S, "priority"),
+                                                     aria_invalid=invalid(S, "priority")),
+                      t("newjob.priority.hint"), error=field_error(S, "priority", "job-priority-error")),
                 columns=rx.breakpoints(initial="1", sm="2"),
                 spacing="4",
                 width="100%",
@@ -53,7 +60,7 @@ def _scheduling() -> rx.Component:
                                                  lambda p: rx.select.item(p, value=p))),
                     value=NewJobState.project,
                     on_change=NewJobState.set_project,
-                ), t("quota.newjob.project.hint")),
+                ), t("quota.newjob.project.hint"), error=field_error(S, "project", "job-project-error")),
                 field(t("quota.newjob.kind"), rx.select.root(
                     rx.select.trigger(width="100%", id="job-kind"),
                     rx.select.content(
@@ -62,7 +69,7 @@ def _scheduling() -> rx.Component:
                     ),
                     value=NewJobState.kind,
                     on_change=NewJobState.set_kind,
-                ), t("quota.newjob.kind.hint")),
+                ), t("quota.newjob.kind.hint"), error=field_error(S, "kind", "job-kind-error")),
                 columns=rx.breakpoints(initial="1", sm="2"),
                 spacing="4",
                 width="100%",
@@ -78,6 +85,7 @@ def _scheduling() -> rx.Component:
                 size="2",
                 id="job-preemptible",
             ),
+            field_error(S, "preemptible", "job-preemptible-error"),
             spacing="4",
             width="100%",
         ),
@@ -111,7 +119,10 @@ def _command() -> rx.Component:
                 width="100%",
                 placeholder=rx.cond(NewJobState.command_mode == "lines", "python3\ntrain.py\n--epochs=10",
                                     "python3 train.py --epochs=10"),
+                on_change=clears(S, "command"),
+                aria_invalid=invalid(S, "command"),
             ),
+            field_error(S, "command", "job-command-error"),
             rx.callout.root(
                 rx.callout.icon(rx.icon("shield_check")),
                 rx.callout.text(t("newjob.command.help")),
@@ -120,8 +131,9 @@ def _command() -> rx.Component:
                 variant="surface",
             ),
             field(t("newjob.env"), rx.text_area(name="env", id="job-env", rows="3", font_family=MONO, width="100%",
-                                                placeholder="WANDB_MODE=offline\nOMP_NUM_THREADS=8"),
-                  t("newjob.env.hint")),
+                                                placeholder="WANDB_MODE=offline\nOMP_NUM_THREADS=8",
+                                                on_change=clears(S, "env"), aria_invalid=invalid(S, "env")),
+                  t("newjob.env.hint"), error=field_error(S, "env", "job-env-error")),
             spacing="3",
             width="100%",
         ),
@@ -154,13 +166,19 @@ def _accelerators() -> rx.Component:
                 ),
                 rx.text(t("newjob.gpus.available"), " ", NewJobState.model_free, " / ", NewJobState.model_max, size="1",
                         color_scheme="gray", id="gpu-available"),
+                error=field_error(S, "gpus", "job-gpus-error"),
             ),
             columns=rx.breakpoints(initial="1", sm="2"),
             spacing="4",
             width="100%",
         ),
-        rx.callout.root(rx.callout.icon(rx.icon("info")), rx.callout.text(t("newjob.no_accelerators")),
-                        color_scheme="gray", size="1"),
+        rx.vstack(
+            rx.callout.root(rx.callout.icon(rx.icon("info")), rx.callout.text(t("newjob.no_accelerators")),
+                            color_scheme="gray", size="1"),
+            field_error(S, "gpus", "job-gpus-error"),
+            spacing="1",
+            width="100%",
+        ),
     )
 
 
@@ -170,11 +188,16 @@ def _resources() -> rx.Component:
             section_title(t("newjob.section.resources"), "cpu"),
             _accelerators(),
             rx.grid(
-                field(t("newjob.cpu"), rx.input(name="cpu", id="job-cpu", default_value="1"), t("newjob.cpu.hint")),
-                field(t("newjob.memory"), rx.input(name="memory", id="job-memory", default_value="2Gi"),
-                      t("newjob.memory.hint")),
-                field(t("newjob.max_runtime"), rx.input(name="max_runtime", id="job-max-runtime",
-                                                        placeholder="2h"), t("newjob.max_runtime.hint")),
+                field(t("newjob.cpu"), rx.input(name="cpu", id="job-cpu", default_value="1",
+                                                on_change=clears(S, "cpu"), aria_invalid=invalid(S, "cpu")),
+                      t("newjob.cpu.hint"), error=field_error(S, "cpu", "job-cpu-error")),
+                field(t("newjob.memory"), rx.input(name="memory", id="job-memory", default_value="2Gi",
+                                                   on_change=clears(S, "memory"), aria_invalid=invalid(S, "memory")),
+                      t("newjob.memory.hint"), error=field_error(S, "memory", "job-memory-error")),
+                field(t("newjob.max_runtime"), rx.input(name="max_runtime", id="job-max-runtime", placeholder="2h",
+                                                        on_change=clears(S, "max_runtime"),
+                                                        aria_invalid=invalid(S, "max_runtime")),
+                      t("newjob.max_runtime.hint"), error=field_error(S, "max_runtime", "job-max-runtime-error")),
                 columns=rx.breakpoints(initial="1", sm="3"),
                 spacing="4",
                 width="100%",
@@ -199,7 +222,7 @@ def new_job_page() -> rx.Component:
                     _scheduling(),
                     _command(),
                     _resources(),
-                    error_callout(NewJobState.error, id="submit-error"),
+                    error_callout(NewJobState.form_error, id="submit-error"),
                     rx.hstack(
                         rx.link(rx.button(t("common.cancel"), variant="soft", color_scheme="gray", type="button"),
                                 href="/jobs"),

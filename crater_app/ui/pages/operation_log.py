@@ -7,12 +7,18 @@ import reflex as rx
 from crater_app.state import OperationLogState
 from crater_app.state.oplog import ANY_ACTION
 from crater_app.ui.components import (
-    MONO, error_callout, field, loading, narrow_only, or_empty, page_header, role_badge, shell, t, wide_only,
+    MONO, clears, error_callout, field, field_error, invalid, loading, narrow_only, or_empty, page_header,
+    role_badge, shell, t, wide_only,
 )
-from crater_app.ui.governance import admins_only, field_error, pager
+from crater_app.ui.governance import admins_only, pager
 
 S = OperationLogState
 WIDE_CELL = {"display": wide_only("table-cell")}
+
+
+def _edits(name: str) -> dict:
+    """The props that clear filter ``name``'s error when it changes and mark it invalid while it has one."""
+    return {"on_change": clears(S, name), "aria_invalid": invalid(S, name)}
 
 
 def _filters() -> rx.Component:
@@ -22,8 +28,9 @@ def _filters() -> rx.Component:
                 rx.grid(
                     field(t("oplog.filter.actor"),
                           rx.input(rx.input.slot(rx.icon("user", size=14)), name="actor", id="oplog-actor",
-                                   default_value=S.filters["actor"], max_length=63, font_family=MONO,
-                                   placeholder="admin", width="100%")),
+                                   default_value=S.filters["actor"], max_length=64, font_family=MONO,
+                                   placeholder="admin", width="100%", **_edits("actor")),
+                          error=field_error(S, "actor", "oplog-actor-error")),
                     field(t("oplog.filter.action"), rx.select.root(
                         rx.select.trigger(width="100%", id="oplog-action"),
                         rx.select.content(
@@ -32,21 +39,21 @@ def _filters() -> rx.Component:
                         ),
                         value=S.action_choice,
                         on_change=S.set_action_choice,
-                    )),
+                    ), error=field_error(S, "action", "oplog-action-error")),
                     field(t("oplog.filter.target"),
                           rx.input(rx.input.slot(rx.icon("search", size=14)), name="target", id="oplog-target",
                                    default_value=S.filters["target"], max_length=255,
-                                   placeholder=t("oplog.filter.target.placeholder"), width="100%")),
+                                   placeholder=t("oplog.filter.target.placeholder"), width="100%",
+                                   **_edits("target")),
+                          error=field_error(S, "target", "oplog-target-error")),
                     field(t("oplog.filter.from"),
-                          rx.vstack(rx.input(name="from", id="oplog-from", type="date", default_value=S.filters["from"],
-                                             width="100%"),
-                                    field_error(S.error, S.error_field, "from", "oplog-from-error"),
-                                    spacing="1", width="100%")),
+                          rx.input(name="from", id="oplog-from", type="date", default_value=S.filters["from"],
+                                   width="100%", **_edits("from")),
+                          error=field_error(S, "from", "oplog-from-error")),
                     field(t("oplog.filter.to"),
-                          rx.vstack(rx.input(name="to", id="oplog-to", type="date", default_value=S.filters["to"],
-                                             width="100%"),
-                                    field_error(S.error, S.error_field, "to", "oplog-to-error"),
-                                    spacing="1", width="100%")),
+                          rx.input(name="to", id="oplog-to", type="date", default_value=S.filters["to"],
+                                   width="100%", **_edits("to")),
+                          error=field_error(S, "to", "oplog-to-error")),
                     columns=rx.breakpoints(initial="1", xs="2", md="5"),
                     spacing="3",
                     width="100%",
@@ -132,7 +139,7 @@ def _table() -> rx.Component:
                             rx.table.column_header_cell(t("oplog.col.result"), **WIDE_CELL),
                             rx.table.column_header_cell(t("oplog.col.details"), **WIDE_CELL),
                         )),
-                        rx.table.body(rx.foreach(S.rows, _row)),
+                        rx.table.body(rx.foreach(S.view_rows, _row)),
                         variant="ghost",
                         size="1",
                         width="100%",
@@ -187,14 +194,13 @@ def operation_log_page() -> rx.Component:
                 admins_only(t("oplog.forbidden"), "oplog-forbidden"),
                 rx.vstack(
                     _filters(),
-                    error_callout(rx.cond((S.error_field == "from") | (S.error_field == "to"), "", S.error),
-                                  id="oplog-error"),
+                    error_callout(S.form_error, id="oplog-error"),
                     _table(),
                     spacing="4",
                     width="100%",
                 ),
             ),
-            rx.vstack(error_callout(S.error), loading(), width="100%"),
+            rx.vstack(error_callout(S.form_error), loading(), width="100%"),
         ),
         active="oplog",
     )

@@ -9,9 +9,10 @@ import reflex as rx
 from crater_app.domain.policy import PROJECT_ROLES
 from crater_app.state import ProjectDetailState
 from crater_app.ui.components import (
-    MONO, empty_mark, error_callout, field, loading, or_empty, page_header, section_title, shell, t, wide_only,
+    MONO, clears, empty_mark, error_callout, field, field_error, invalid, loading, or_empty, page_header,
+    section_title, shell, t, wide_only,
 )
-from crater_app.ui.governance import confirm_dialog, expiry_badge, field_error, project_role_badge, t_format
+from crater_app.ui.governance import confirm_dialog, expiry_badge, project_role_badge, t_format
 from crater_app.ui.quota import quota_card, quota_dialog, share_cell, share_dialog
 
 P = ProjectDetailState.project
@@ -102,10 +103,10 @@ def _add_member_form() -> rx.Component:
                 field(t("members.username"),
                       rx.vstack(
                           rx.input(rx.input.slot(rx.icon("at_sign", size=14)), name="username", id="member-username",
-                                   required=True, max_length=63, font_family=MONO, placeholder="alice",
-                                   width="100%"),
-                          field_error(ProjectDetailState.error, ProjectDetailState.error_field, "username",
-                                      "member-username-error"),
+                                   required=True, max_length=64, font_family=MONO, placeholder="alice",
+                                   width="100%", on_change=clears(ProjectDetailState, "username"),
+                                   aria_invalid=invalid(ProjectDetailState, "username")),
+                          field_error(ProjectDetailState, "username", "member-username-error"),
                           spacing="1", width="100%",
                       )),
                 flex="1",
@@ -117,7 +118,7 @@ def _add_member_form() -> rx.Component:
                     rx.select.content(*_role_items()),
                     value=ProjectDetailState.new_member_role,
                     on_change=ProjectDetailState.set_new_member_role,
-                )),
+                ), error=field_error(ProjectDetailState, "role", "member-role-error")),
                 width=rx.breakpoints(initial="100%", sm="180px"),
             ),
             rx.button(rx.icon("user_plus", size=16), t("members.add"), type="submit", id="add-member",
@@ -182,8 +183,8 @@ def _members() -> rx.Component:
                 spacing="2",
             ),
             rx.cond(ProjectDetailState.can_manage, _add_member_form()),
-            error_callout(rx.cond(ProjectDetailState.error_field == "username", "", ProjectDetailState.error),
-                          id="members-error"),
+            error_callout(ProjectDetailState.form_error, id="members-form-error"),
+            error_callout(ProjectDetailState.error, id="members-error"),
             rx.cond(
                 ProjectDetailState.members.length() > 0,
                 rx.table.root(

@@ -6,15 +6,22 @@ import reflex as rx
 
 from crater_app.state import AppState, ProjectsState
 from crater_app.ui.components import (
-    MONO, empty_mark, error_callout, field, loading, or_empty, page_header, section_title, shell, t, wide_only,
+    MONO, clears, empty_mark, error_callout, field, field_error, invalid, loading, or_empty, page_header,
+    section_title, shell, t, wide_only,
 )
-from crater_app.ui.governance import expiry_badge, field_error, project_role_badge
+from crater_app.ui.governance import expiry_badge, project_role_badge
 
+S = ProjectsState
 WIDE_CELL = {"display": wide_only("table-cell")}
 
 
 def _error(name: str) -> rx.Component:
-    return field_error(ProjectsState.error, ProjectsState.error_field, name, f"project-{name.replace('_', '-')}-error")
+    return field_error(S, name, f"project-{name.replace('_', '-')}-error")
+
+
+def _edits(name: str) -> dict:
+    """The props that clear input ``name``'s error when it changes and mark it invalid while it has one."""
+    return {"on_change": clears(S, name), "aria_invalid": invalid(S, name)}
 
 
 def _create_form() -> rx.Component:
@@ -25,15 +32,18 @@ def _create_form() -> rx.Component:
                 rx.grid(
                     field(t("projects.name"),
                           rx.vstack(rx.input(name="name", id="new-project-name", required=True, max_length=63,
-                                             font_family=MONO, placeholder="vision-lab", width="100%"),
+                                             font_family=MONO, placeholder="vision-lab", width="100%",
+                                             **_edits("name")),
                                     _error("name"), spacing="1", width="100%"),
                           t("projects.name.hint"), required=True),
                     field(t("projects.display_name"),
                           rx.vstack(rx.input(name="display_name", id="new-project-display-name", max_length=128,
-                                             placeholder=t("projects.display_name.placeholder"), width="100%"),
+                                             placeholder=t("projects.display_name.placeholder"), width="100%",
+                                             **_edits("display_name")),
                                     _error("display_name"), spacing="1", width="100%")),
                     field(t("projects.expires"),
-                          rx.vstack(rx.input(name="expires_at", id="new-project-expiry", type="date", width="100%"),
+                          rx.vstack(rx.input(name="expires_at", id="new-project-expiry", type="date", width="100%",
+                                             **_edits("expires_at")),
                                     _error("expires_at"), spacing="1", width="100%"),
                           t("projects.expires.hint")),
                     columns=rx.breakpoints(initial="1", sm="3"),
@@ -42,7 +52,7 @@ def _create_form() -> rx.Component:
                 ),
                 field(t("projects.description"),
                       rx.vstack(rx.text_area(name="description", id="new-project-description", rows="2",
-                                             max_length=1024, width="100%"),
+                                             max_length=1024, width="100%", **_edits("description")),
                                 _error("description"), spacing="1", width="100%")),
                 error_callout(ProjectsState.form_error, id="create-project-error"),
                 rx.hstack(
@@ -153,7 +163,7 @@ def projects_page() -> rx.Component:
             ProjectsState.loaded,
             rx.vstack(
                 rx.cond(AppState.is_admin, _create_form()),
-                rx.cond(AppState.is_admin, rx.fragment(), error_callout(ProjectsState.error)),
+                error_callout(ProjectsState.error),
                 _table(),
                 spacing="5",
                 width="100%",

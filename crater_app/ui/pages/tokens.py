@@ -6,9 +6,10 @@ import reflex as rx
 
 from crater_app.state import TokensState
 from crater_app.ui.components import (
-    MONO, error_callout, field, loading, page_header, section_title, shell, t, t_dynamic, wide_only,
+    MONO, clears, error_callout, field, field_error, loading, page_header, section_title, shell, t, t_dynamic,
+    wide_only,
 )
-from crater_app.ui.governance import confirm_dialog, field_error, t_format
+from crater_app.ui.governance import confirm_dialog, t_format
 
 WIDE_CELL = {"display": wide_only("table-cell")}
 STATUS_COLORS = (("active", "green"), ("expired", "gray"), ("revoked", "red"))
@@ -30,9 +31,9 @@ def _create_form() -> rx.Component:
                     rx.box(
                         field(t("tokens.name"),
                               rx.vstack(rx.input(name="name", id="token-name", required=True, max_length=64,
-                                                 placeholder=t("tokens.name.placeholder"), width="100%"),
-                                        field_error(TokensState.error, TokensState.error_field, "name",
-                                                    "token-name-error"),
+                                                 placeholder=t("tokens.name.placeholder"), width="100%",
+                                                 on_change=clears(TokensState, "name")),
+                                        field_error(TokensState, "name", "token-name-error"),
                                         spacing="1", width="100%"),
                               t("tokens.name.hint"), required=True),
                         flex="2",
@@ -41,9 +42,9 @@ def _create_form() -> rx.Component:
                     rx.box(
                         field(t("tokens.days"),
                               rx.vstack(rx.input(name="expires_in_days", id="token-days", type="number", min=1,
-                                                 max=365, step=1, default_value="90", required=True, width="100%"),
-                                        field_error(TokensState.error, TokensState.error_field, "expires_in_days",
-                                                    "token-days-error"),
+                                                 max=365, step=1, default_value="90", required=True, width="100%",
+                                                 on_change=clears(TokensState, "expires_in_days")),
+                                        field_error(TokensState, "expires_in_days", "token-days-error"),
                                         spacing="1", width="100%"),
                               t("tokens.days.hint"), required=True),
                         flex="1",
@@ -236,8 +237,8 @@ def tokens_page() -> rx.Component:
         page_header(t("tokens.title"), t("tokens.subtitle")),
         rx.cond(
             TokensState.loaded,
-            rx.vstack(_create_form(), _usage(), _table(), _secret_dialog(), _revoke_dialog(), spacing="5",
-                      width="100%"),
+            rx.vstack(_create_form(), error_callout(TokensState.error, id="tokens-error"), _usage(), _table(),
+                      _secret_dialog(), _revoke_dialog(), spacing="5", width="100%"),
             rx.vstack(error_callout(TokensState.error), loading(), width="100%"),
         ),
         active="tokens",

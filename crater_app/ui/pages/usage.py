@@ -170,22 +170,33 @@ def _balance() -> rx.Component:
     )
 
 
+def _price_cell(row: rx.Var, index: rx.Var, column: str, **props) -> rx.Component:
+    """One cell of the price editor, with the service's error on it below (cleared when the cell changes)."""
+    cell = index.to(str) + "." + column
+    return rx.vstack(
+        rx.input(value=row[column], read_only=~AppState.is_admin,
+                 on_change=lambda v: UsageState.set_price_field(index, column, v),
+                 aria_invalid=rx.cond(UsageState.field_errors.contains(cell), "true", "false"), **props),
+        rx.cond(UsageState.field_errors.contains(cell),
+                rx.text(UsageState.field_errors[cell], size="1", color=rx.color("red", 11), role="alert",
+                        class_name="cell-error", custom_attrs={"data-column": column})),
+        spacing="1",
+    )
+
+
 def _price_row(row: rx.Var, index: rx.Var) -> rx.Component:
     editable = AppState.is_admin
     return rx.table.row(
-        rx.table.cell(rx.input(value=row["resource"], placeholder="nvidia.com/gpu", font_family=MONO,
-                               read_only=~editable, max_length=253, aria_label=t("billing.col.resource"),
-                               on_change=lambda v: UsageState.set_price_field(index, "resource", v))),
-        rx.table.cell(rx.input(value=row["model"], placeholder=t("billing.model.any"), font_family=MONO,
-                               read_only=~editable, max_length=128, aria_label=t("billing.col.model"),
-                               on_change=lambda v: UsageState.set_price_field(index, "model", v))),
-        rx.table.cell(rx.input(value=row["points_per_hour"], input_mode="decimal", read_only=~editable,
-                               aria_label=t("billing.col.price"), max_width="120px",
-                               on_change=lambda v: UsageState.set_price_field(index, "points_per_hour", v))),
+        rx.table.cell(_price_cell(row, index, "resource", placeholder="nvidia.com/gpu", font_family=MONO,
+                                  max_length=253, aria_label=t("billing.col.resource"))),
+        rx.table.cell(_price_cell(row, index, "model", placeholder=t("billing.model.any"), font_family=MONO,
+                                  max_length=128, aria_label=t("billing.col.model"))),
+        rx.table.cell(_price_cell(row, index, "points_per_hour", input_mode="decimal",
+                                  aria_label=t("billing.col.price"), max_width="120px")),
         rx.table.cell(rx.cond(editable, rx.icon_button(rx.icon("trash_2", size=14), variant="ghost",
                                                        color_scheme="red", aria_label=t("billing.prices.remove"),
                                                        on_click=UsageState.remove_price(index)))),
-        align="center",
+        align="start",
         class_name="price-row",
     )
 
@@ -208,7 +219,7 @@ def _prices() -> rx.Component:
                 width="100%",
             ),
             rx.cond(UsageState.prices.length() == 0, rx.text(t("billing.prices.none"), size="2", color_scheme="gray")),
-            error_callout(UsageState.price_error, id="price-error"),
+            error_callout(UsageState.form_error, id="price-error"),
             rx.cond(
                 AppState.is_admin,
                 rx.hstack(
