@@ -118,8 +118,11 @@ def test_requeue_and_stopping_end_to_end_on_the_local_backend(make_ctx):
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sh", "-c", f"echo run of fill-{i}; sleep 60"],
                                             project="team-b", resources={GPU: 1}, preemptible=True))
              for i in range(2)]
-    for j in fills:
+    for i, j in enumerate(fills):
         drive_until(loop, j.id, "Running", timeout=15)
+        # its first run has printed before anything preempts it (a stop within milliseconds of the start may end
+        # the process before it ran a line)
+        wait_for(lambda: f"run of fill-{i}" in jobs.job_logs(ctx, bob, j.id), 10, what="the first run's output")
     victim = fills[1]
     want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 1}))
     wait_for(lambda: job_row(ctx, victim.id).phase in ("Stopping", "Held"), 15, step=loop.step,

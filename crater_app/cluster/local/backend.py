@@ -373,6 +373,10 @@ class LocalBackend:
                 account, owner = (made.name, made.uid), (made.uid, made.gid)
             cwd = prepare_job_folder(folder, spec.get("working_dir"), owner)
             (folder / "exit_code").unlink(missing_ok=True)  # an earlier attempt's
+            left = self._left_cgroups.pop(uid, None)  # an earlier attempt's cgroups (same uid): gone before this
+            if left is not None:                      # run joins them, or the next tick would kill this run
+                left.kill()
+                left.remove()
             try:
                 limits, cgroup, rlimit = self._limits(uid, cpu_m, memory_bytes)
             except OSError as exc:
