@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from crater_app.services.reconcile import LeaderLoop
 from tests.api.conftest import assert_error
 from tests.helpers import drive_until
@@ -53,6 +55,7 @@ max_runtime: 1h30m
     assert_error(r, 422, "invalid", None, "not valid YAML")
 
 
+@pytest.mark.local_backend
 def test_full_lifecycle_over_http(api):
     created = api.submit(name="life", command=["sh", "-c", "echo out-line; echo err-line >&2; exit 3"]).json()
     loop = LeaderLoop(api.world.ctx)
@@ -140,6 +143,7 @@ def test_guest_cannot_submit(api):
     assert api.client.get("/api/v1/jobs", headers=api.auth("gus")).json()["total"] == 0
 
 
+@pytest.mark.local_backend
 def test_nodes(api):
     busy = api.submit(name="holder", command=["sleep", "60"], resources={"nvidia.com/gpu": 2}).json()
     drive_until(LeaderLoop(api.world.ctx), busy["id"], "Running")
@@ -158,6 +162,7 @@ def test_nodes(api):
     assert_error(api.client.get("/api/v1/nodes"), 401, "unauthenticated")
 
 
+@pytest.mark.local_backend
 def test_healthz_and_openapi(api):
     r = api.client.get("/healthz")
     assert r.status_code == 200 and r.json() == {"status": "ok", "backend": "local", "nodes": 1}
