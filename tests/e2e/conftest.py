@@ -35,6 +35,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.helpers import within
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
@@ -107,6 +109,14 @@ def _kill_jobs(data_dir: Path) -> None:
                 os.killpg(os.getpgid(proc.info["pid"]), signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test in this folder is a browser test (``-m "not e2e"``, as ``make test-fast`` runs, leaves them out)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents and item.get_closest_marker("e2e") is None:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")
@@ -214,14 +224,15 @@ def browser(chromium_path):
 
 @pytest.fixture
 def page(browser, console):
-    """A fresh browser context and page (1360×900), closed after the test. Assertions wait up to 15 s (Playwright's
-    default is 5 s): after a full page load the console first reconnects its websocket and hydrates its state,
-    which on a 2-core machine running the suite has taken over 5 s now and then."""
+    """A fresh browser context and page (1360×900), closed after the test. Assertions wait up to ``within(5)`` s
+    (15 s; Playwright's default is 5 s) and actions up to ``within(7)`` s (tests.helpers.within): after a full page
+    load the console first reconnects its websocket and hydrates its state, which on a 2-core machine running the
+    suite has taken over 5 s now and then, and longer with two suites at once."""
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=15_000)
+    expect.set_options(timeout=within(5) * 1000)
     context = browser.new_context(viewport={"width": 1360, "height": 900}, locale="en-US")
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(within(7) * 1000)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
