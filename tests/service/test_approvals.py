@@ -1,5 +1,5 @@
-"""services.approvals and services.notifications on SQLite and PostgreSQL with the local backend: each kind's
-effect, who may ask and decide, the auto-approval rule's boundaries, closing orphans, notifications."""
+"""services.approvals and services.notifications on the fake backend: each kind's effect, who may ask and decide, the
+auto-approval rule's boundaries, closing orphans (row locks: also on PostgreSQL), notifications."""
 
 from __future__ import annotations
 

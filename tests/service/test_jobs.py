@@ -1,4 +1,4 @@
-"""services.jobs + LeaderLoop on the local backend with real processes, on SQLite and PostgreSQL."""
+"""services.jobs + LeaderLoop on the local backend with real processes (the job list's filters also on PostgreSQL)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""services.projects: create, list, read, members (roles, default project rule, cache), on SQLite and PostgreSQL."""
+"""services.projects: create, list, read, members (roles, default project rule, cache); the unique name on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
