@@ -196,7 +196,8 @@ _SEED_RECORD = pytest.StashKey[object]()
 def register_seed(fixture_name: str, seed: Callable[[str], object]) -> None:
     """Build the database of every test that uses ``fixture_name`` from a template that ``seed(url)`` wrote into
     once per run and database; ``seed`` must close every connection it opened (dispose its engine) and return
-    what the fixture needs (read back, as a deep copy per test, with :func:`seed_record`)."""
+    what the fixture needs (read back, as a deep copy per test, with :func:`seed_record`). The fixture must be
+    defined in the module that defines ``seed``: a test module overriding it gets the plain migrated template."""
     _SEEDS[fixture_name] = seed
 
 
@@ -248,6 +249,7 @@ class _PostgresqlTemplates:
     def __init__(self, admin_url: str, admin_engine) -> None:
         self.admin_url, self.admin_engine = admin_url, admin_engine
         self.made: dict[str | None, _Template] = {}
+        self.created: list[str] = []
 
     def get(self, seed: str | None) -> _Template:
         if seed not in self.made:
@@ -255,6 +257,7 @@ class _PostgresqlTemplates:
             clause = "" if seed is None else f' TEMPLATE "{self.get(None).source}"'
             with self.admin_engine.connect() as conn:
                 conn.execute(text(f'CREATE DATABASE "{name}"{clause}'))
+            self.created.append(name)  # dropped at the end even if migrating or seeding it fails
             url = _pg_url(self.admin_url, name)
             record = None
             if seed is None:
@@ -266,8 +269,8 @@ class _PostgresqlTemplates:
 
     def drop(self) -> None:
         with self.admin_engine.connect() as conn:
-            for template in reversed(list(self.made.values())):
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{template.source}" WITH (FORCE)'))
+            for name in reversed(self.created):
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")
@@ -289,9 +292,16 @@ def pg_templates(pg_admin_url, pg_admin_engine):
 
 
 def _seed_of(request: pytest.FixtureRequest) -> str | None:
-    if times._clock is not None:  # a pinned clock: the fixture writes its rows at the pinned time itself
+    """The seed whose fixture this test uses, if any: not while the clock is pinned (the fixture writes its rows at
+    the pinned time itself), nor where a test module overrides the fixture with one of its own."""
+    if times._clock is not None:
         return None
-    return next((name for name in _SEEDS if name in request.fixturenames), None)
+    definitions = getattr(getattr(request.node, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name, seed in _SEEDS.items():
+        closest = definitions.get(name)
+        if closest and getattr(closest[-1].func, "__module__", None) == seed.__module__:
+            return name
+    return None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from crater_app.db.migrate import alembic_config
 from crater_app.db.models import Project, User
 from crater_app.services import projects, users
 from tests.conftest import PINNED_AT, USER_PASSWORD
+from tests.databases import seed_record
 
 pytestmark = pytest.mark.both_databases
 
@@ -63,7 +64,8 @@ def test_is_not_in_the_next_test(db_url, database):
     assert PROBE not in _project_names(db_url)
 
 
-def test_world_rows_come_with_the_database(world, database):
+def test_world_rows_come_with_the_database(request, world, database):
+    assert seed_record(request, "world") is not None, "the database was copied from the world seed's template"
     ctx = world.ctx
     assert users.authenticate(ctx, world.tokens["alice"]).user_id == world.alice.user_id
     assert {u.username for u in users.list_users(ctx, world.admin)} == {"admin", "alice", "bob", "gus"}
@@ -83,7 +85,8 @@ def test_world_rows_written_by_a_test_are_not_in_the_next(world, database):
     assert set(world.tokens) == {"admin", "alice", "bob", "gus"}
 
 
-def test_with_a_pinned_clock_the_world_is_written_at_the_pinned_time(clock, world):
+def test_with_a_pinned_clock_the_world_is_written_at_the_pinned_time(request, clock, world):
+    assert seed_record(request, "world") is None, "written by the fixture, not copied"
     with world.ctx.session() as s:
         created = {u.username: u.created_at for u in s.exec(select(User)).all()}
     assert set(created) == {"admin", "alice", "bob", "gus"}
