@@ -4,12 +4,12 @@ SQLite and PostgreSQL, the others on SQLite (``--both-databases``: all on both).
 
 from __future__ import annotations
 
+import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlmodel import Session, SQLModel, select
 
 import crater_app.db.models  # noqa: F401 - registers the tables on SQLModel.metadata
-import pytest
 from crater_app.db.engine import make_engine
 from crater_app.db.migrate import alembic_config
 from crater_app.db.models import Project, User
