@@ -12,7 +12,7 @@ export REFLEX_USE_NPM := 1
 export REFLEX_TELEMETRY_ENABLED := false
 export REFLEX_CHECK_LATEST_VERSION := 0
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Crater needs Python 3.11 or newer"'
@@ -31,10 +31,17 @@ run: install
 lint: install
 	$(VENV)/bin/lint-imports
 
-# The whole suite: layer contracts, unit, service, API, migrations (SQLite + PostgreSQL) and the browser test.
+# The whole suite (CI's command): layer contracts, unit, service, API and migration tests (on SQLite, and on
+# PostgreSQL where marked both_databases), and the browser tests. PYTEST_ARGS=--both-databases runs every database
+# test on PostgreSQL too.
 test: install
 	$(VENV)/bin/lint-imports
 	NPM_CONFIG_REGISTRY=$$(npm config get registry) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: the same without the browser tests (no Chromium, no console build).
+test-fast: install
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 bench: install
 	$(VENV)/bin/python bench/submit.py

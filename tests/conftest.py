@@ -1,51 +1,53 @@
-"""Shared test infrastructure: real PostgreSQL and Redis servers, per-test databases migrated with Alembic,
-and a builder for :class:`~crater_app.services.context.ServiceContext` on the local backend.
+"""Shared test infrastructure: databases, Redis, and service contexts on a cluster backend.
 
-- PostgreSQL: ``CRATER_TEST_DATABASE_URL`` (e.g. ``postgresql://postgres@127.0.0.1:5432/test``), or a
-  throwaway cluster started with ``initdb`` + ``pg_ctl`` in a temp dir for the session. Every test that
-  uses ``db_url`` gets its own database (``CREATE DATABASE crater_t_<random>``, dropped afterwards),
-  migrated with ``crater_app.db.migrate.upgrade`` (never ``metadata.create_all``).
+- Databases (``tests/databases.py``, loaded as a plugin): ``db_url`` is a per-test copy of a template migrated
+  once per run; SQLite unless the test is marked ``both_databases`` (then SQLite and PostgreSQL); ``empty_db_url``
+  is a database without tables (migration tests).
+- Backends: ``make_ctx`` builds contexts on the in-memory fake (``tests/fakes.py``, the ``ClusterBackend`` boundary
+  mock) unless the test is marked ``local_backend`` (real processes on this machine) or passes a backend.
 - Redis: ``CRATER_TEST_REDIS_URL``, or a throwaway ``redis-server --save ''`` on a free port.
 - When PostgreSQL or Redis cannot be reached or started, the tests that need them FAIL (never skip).
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import pwd
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import tempfile
-import time
-import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 import psutil
 import pytest
 from argon2 import PasswordHasher
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from crater_app.auth import passwords
-from crater_app.cluster.base import Device
+from crater_app.cluster.base import ClusterBackend, Device
 from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.cgroups import JobCgroup
 from crater_app.cluster.local.outcomes import Limits
 from crater_app.db.engine import make_engine, normalize_url
 from crater_app.db.migrate import upgrade
+from crater_app.db.engine import make_engine
+from crater_app.domain import times
 from crater_app.domain.policy import Actor
 from crater_app.domain.resources import NVIDIA_GPU
 from crater_app.services import jobs as jobs_service
 from crater_app.services import users
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings
+from tests.fakes import FakeBackend
+from tests.helpers import PinnedClock, free_port, retry
 
+pytest_plugins = ["tests.databases", "pytester"]
+pytest.register_assert_rewrite("tests.databases")  # a plugin (above) that this module also imports (below)
+from tests.databases import register_seed, seed_record  # noqa: E402
+
+LOCAL_BACKEND_MARKER = "local_backend"
 A100 = "NVIDIA-A100-SXM4-80GB"
 ADMIN_PASSWORD = "admin-password-1"
 USER_PASSWORD = "user-password-1"
@@ -76,142 +78,25 @@ def _clear_process_caches():
     jobs_service._names.clear()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # --------------------------------------------------------------------------------------------------
-# PostgreSQL
+# Time: tests that reason about calendar time pin Crater's clock
 # --------------------------------------------------------------------------------------------------
-def _pg_bin(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
-    return candidates[-1] if candidates else None
-
-
-def _retry(probe, timeout: float, interval: float) -> str | None:
-    """Call ``probe()`` until it returns without raising (-> None) or ``timeout`` seconds pass (-> last error)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            probe()
-            return None
-        except Exception as exc:  # noqa: BLE001 - reported in the failure message
-            error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-        if time.monotonic() > deadline:
-            return error
-        time.sleep(interval)
-
-
-def _check_pg(url: str, timeout: float) -> str | None:
-    """None when ``url`` answers ``SELECT 1`` within ``timeout`` seconds, else the last error."""
-    engine = create_engine(normalize_url(url), connect_args={"connect_timeout": 3})
-
-    def probe() -> None:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-
-    try:
-        return _retry(probe, timeout, 0.2)
-    finally:
-        engine.dispose()
-
-
-@pytest.fixture(scope="session")
-def pg_admin_url():
-    """URL of a maintenance database on a PostgreSQL server the tests may create databases on."""
-    url = os.environ.get("CRATER_TEST_DATABASE_URL", "").strip()
-    if url:
-        error = _check_pg(url, timeout=10)
-        if error:
-            pytest.fail(f"PostgreSQL at CRATER_TEST_DATABASE_URL={url} is not reachable: {error}", pytrace=False)
-        yield url
-        return
-
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if not initdb or not pg_ctl:
-        pytest.fail(
-            "PostgreSQL is needed: set CRATER_TEST_DATABASE_URL or install the server binaries (initdb, pg_ctl "
-            "on PATH or in /usr/lib/postgresql/*/bin)", pytrace=False,
-        )
-    base = Path(tempfile.mkdtemp(prefix="crater-pg-"))
-    data, port = base / "data", free_port()
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root: use the postgres system account
-        try:
-            account = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.fail("running as root and there is no 'postgres' account to run initdb as", pytrace=False)
-        os.chown(base, account.pw_uid, account.pw_gid)
-        run_as = ["runuser", "-u", "postgres", "--"]
-
-    def sh(*cmd: str) -> None:
-        proc = subprocess.run([*run_as, *cmd], capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            log = (base / "server.log").read_text() if (base / "server.log").exists() else ""
-            pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-800:]}\n{log[-800:]}",
-                        pytrace=False)
-
-    sh(initdb, "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
-    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-    sh(pg_ctl, "-D", str(data), "-o", options, "-l", str(base / "server.log"), "-w", "-t", "60", "start")
-    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    try:
-        error = _check_pg(url, timeout=20)
-        if error:
-            pytest.fail(f"the throwaway PostgreSQL on port {port} does not answer: {error}", pytrace=False)
-        yield url
-    finally:
-        subprocess.run([*run_as, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def pg_admin_engine(pg_admin_url):
-    engine = create_engine(normalize_url(pg_admin_url), isolation_level="AUTOCOMMIT", pool_size=2)
-    yield engine
-    engine.dispose()
-
-
-def _new_pg_database(admin_engine, admin_url: str) -> tuple[str, Callable[[], None]]:
-    name = f"crater_t_{uuid.uuid4().hex[:12]}"
-    with admin_engine.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-
-    def drop() -> None:
-        with admin_engine.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    return url, drop
-
-
-# --------------------------------------------------------------------------------------------------
-# Databases: one fresh, empty database per test, on SQLite and on PostgreSQL
-# --------------------------------------------------------------------------------------------------
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def empty_db_url(request, tmp_path):
-    """A fresh, empty database (no tables): a SQLite temp file, or a new PostgreSQL database."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'db' / 'crater.db'}"
-        return
-    admin_url = request.getfixturevalue("pg_admin_url")
-    url, drop = _new_pg_database(request.getfixturevalue("pg_admin_engine"), admin_url)
-    try:
-        yield url
-    finally:
-        drop()
+#: where the ``clock`` fixture starts: mid-month, mid-day, so that no day or month boundary is near
+PINNED_AT = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def db_url(empty_db_url):
-    """A fresh database migrated to head with Alembic."""
-    upgrade(empty_db_url)
-    return empty_db_url
+def clock():
+    """Crater's clock (:func:`crater_app.domain.times.utcnow`) pinned at :data:`PINNED_AT`, a
+    :class:`~tests.helpers.PinnedClock` the test moves with ``clock.advance(hours=1)``; the system clock again
+    afterwards. Request it before ``world``/``make_ctx`` (``def test_x(clock, world)``) so that their rows carry the
+    pinned time too."""
+    pinned = PinnedClock(PINNED_AT)
+    times.set_clock(pinned)
+    try:
+        yield pinned
+    finally:
+        times.set_clock(None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -228,7 +113,7 @@ def _check_redis(url: str, timeout: float) -> str | None:
         finally:
             client.close()
 
-    return _retry(probe, timeout, 0.1)
+    return retry(probe, timeout, 0.1)
 
 
 @pytest.fixture(scope="session")
@@ -266,7 +151,7 @@ def redis_url():
 
 
 # --------------------------------------------------------------------------------------------------
-# Service context on the local backend
+# Service contexts on a cluster backend
 # --------------------------------------------------------------------------------------------------
 def gpu_devices(count: int = 4, model: str = A100, resource: str = NVIDIA_GPU, start: int = 0) -> list[Device]:
     """Virtual devices as ``CRATER_LOCAL_GPUS=count:model`` declares them (explicit, so NVML never interferes)."""
@@ -312,34 +197,53 @@ def remove_cgroups(limits_columns: list[str], timeout: float = 5.0) -> None:
         groups = [g for g in groups if not g.remove()]
         if groups:
             time.sleep(0.02)
+def test_settings(data_dir: Path, url: str, gpus: int = 4, cancel_grace_s: float = 0.5,
+                  lease_ttl_s: float = 10.0) -> Settings:
+    """The settings of a test context: data in ``data_dir``, the database at ``url``, ``gpus`` virtual A100s,
+    loop rounds every 50 ms."""
+    return Settings(
+        data_dir=data_dir, database_url=url, local_gpus=f"{gpus}:{A100}", cancel_grace_s=cancel_grace_s,
+        loop_interval_s=0.05, lease_ttl_s=lease_ttl_s, admin_password=ADMIN_PASSWORD,
+    )
 
 
 @pytest.fixture
-def make_ctx(db_url, tmp_path):
-    """Build :class:`ServiceContext` objects on the test database and a local backend.
+def make_ctx(request, db_url, tmp_path):
+    """Build :class:`ServiceContext` objects on the test database and a cluster backend.
 
     ``make_ctx(data_dir=None, gpus=4, devices=None, cancel_grace_s=0.5, lease_ttl_s=10.0, backend=None,
-    url=None)``; several calls with the same ``data_dir`` model several processes (or a restart).
+    url=None)``. ``backend``: a :class:`ClusterBackend` instance, ``"fake"`` (the in-memory
+    :class:`~tests.fakes.FakeBackend`) or ``"local"`` (:class:`LocalBackend`, real processes); ``None`` is the fake,
+    or the local backend when the test (or its module) is marked ``local_backend``. The backend has ``gpus`` virtual
+    A100s, or ``devices``. Several calls with the same ``data_dir`` model several processes of one deployment (or a
+    restart): local backends share the state in that folder, and the same fake is returned for it (one cluster).
     Every job process left running is killed at teardown.
     """
     made: list[ServiceContext] = []
     data_dirs: set[Path] = set()
+    fakes: dict[Path, FakeBackend] = {}
+    default = "local" if request.node.get_closest_marker(LOCAL_BACKEND_MARKER) else "fake"
 
     def build(
         data_dir: Path | None = None, gpus: int = 4, devices: list[Device] | None = None,
-        cancel_grace_s: float = 0.5, lease_ttl_s: float = 10.0, backend=None, url: str | None = None,
+        cancel_grace_s: float = 0.5, lease_ttl_s: float = 10.0, backend: ClusterBackend | str | None = None,
+        url: str | None = None,
     ) -> ServiceContext:
         data_dir = Path(data_dir or tmp_path / "data")
         data_dir.mkdir(parents=True, exist_ok=True)
         data_dirs.add(data_dir)
-        settings = Settings(
-            data_dir=data_dir, database_url=url or db_url, local_gpus=f"{gpus}:{A100}", cancel_grace_s=cancel_grace_s,
-            loop_interval_s=0.05, lease_ttl_s=lease_ttl_s, admin_password=ADMIN_PASSWORD,
-        )
-        if backend is None:
+        settings = test_settings(data_dir, url or db_url, gpus, cancel_grace_s, lease_ttl_s)
+        kind = backend or default
+        if kind == "local":
             backend = LocalBackend(
                 data_dir, devices=devices if devices is not None else gpu_devices(gpus), cancel_grace_s=cancel_grace_s
             )
+        elif kind == "fake":
+            if data_dir not in fakes:
+                fakes[data_dir] = FakeBackend(devices if devices is not None else gpu_devices(gpus))
+            backend = fakes[data_dir]
+        elif isinstance(kind, str):
+            raise ValueError(f"make_ctx: backend must be a ClusterBackend, 'fake' or 'local', not {kind!r}")
         ctx = ServiceContext(engine=make_engine(url or db_url), backend=backend, settings=settings)
         made.append(ctx)
         return ctx
@@ -378,6 +282,29 @@ def populate(ctx: ServiceContext) -> World:
     return World(ctx, actors["admin"], actors["alice"], actors["bob"], actors["gus"], tokens)
 
 
+def _seed_world(url: str) -> World:
+    """The ``world`` rows, written once per run and database into a template (see tests/databases.py)."""
+    folder = Path(tempfile.mkdtemp(prefix="crater-world-seed-"))
+    ctx = ServiceContext(engine=make_engine(url), backend=FakeBackend(gpu_devices()), settings=test_settings(folder, url))
+    try:
+        seeded = populate(ctx)
+    finally:
+        ctx.engine.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+    users.forget_cached_identities()
+    seeded.ctx = None  # type: ignore[assignment] - each test gets a context of its own
+    return seeded
+
+
+register_seed("world", _seed_world)
+
+
 @pytest.fixture
-def world(make_ctx) -> World:
-    return populate(make_ctx())
+def world(request, make_ctx) -> World:
+    """:class:`World` on ``make_ctx()``: its rows copied with the database from a template seeded once per run (or
+    written now, while the clock is pinned)."""
+    seeded = seed_record(request, "world")
+    if seeded is None:
+        return populate(make_ctx())
+    seeded.ctx = make_ctx()
+    return seeded

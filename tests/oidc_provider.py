@@ -350,7 +350,9 @@ class Provider:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.issuer = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, name="oidc-provider", daemon=True).start()
+        # serve_forever checks for shutdown() every poll_interval (0.5 s by default), which every stop() waited for.
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, name="oidc-provider",
+                         daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -168,4 +168,7 @@ class NewJobState(FieldErrors, AppState):
                 yield stop
             return
         self._reset_form()
+        # The next visit shows the form once its on_load has read the nodes and projects again: a form left loaded
+        # would show at once and be rebuilt (a new key) under the user's hands when that on_load ends.
+        self.loaded = False
         yield rx.redirect(f"/jobs/{job.id}")

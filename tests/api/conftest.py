@@ -1,4 +1,5 @@
-"""API fixtures: a FastAPI TestClient on ``build_api(lambda: ctx)`` over the test database (SQLite and PostgreSQL)."""
+"""API fixtures: a FastAPI TestClient on ``build_api(lambda: ctx)`` over the test's ``world`` (its database and
+backend: see tests/conftest.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.api.conftest import assert_error
-from tests.helpers import counts
+from tests.helpers import counts, within
 
 BIG_ARG = "x" * (1024 * 1024)
 
@@ -135,6 +135,7 @@ def test_undecodable_bodies_get_422(api):
     assert counts(api.world.ctx) == before
 
 
+@pytest.mark.both_databases
 def test_text_no_layer_can_store_is_refused_and_the_job_list_keeps_working(api):
     """A JSON escape of a lone surrogate (\\ud800) decodes to a str that cannot be encoded: it was stored, then
     every job list of its owner and the admin answered 500 and the placement loop failed every round (starting
@@ -196,4 +197,4 @@ def test_a_yaml_alias_bomb_is_refused_quickly(api):
         body = ("\n".join(levels) + "\n" + tail + "\n").encode()
         started = time.monotonic()
         assert_error(_raw_post(api, body, "application/yaml"), 422, "invalid")
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < within(2)

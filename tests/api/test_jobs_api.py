@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from crater_app.services.reconcile import LeaderLoop
 from tests.api.conftest import assert_error
 from tests.helpers import drive_until
@@ -55,6 +57,7 @@ max_runtime: 1h30m
     assert error["args"]["line"] == 1 and error["args"]["column"] == 16
 
 
+@pytest.mark.local_backend
 def test_full_lifecycle_over_http(api):
     created = api.submit(name="life", command=["sh", "-c", "echo out-line; echo err-line >&2; exit 3"]).json()
     loop = LeaderLoop(api.world.ctx)
@@ -147,6 +150,7 @@ def test_guest_cannot_submit(api):
     assert api.client.get("/api/v1/jobs", headers=api.auth("gus")).json()["total"] == 0
 
 
+@pytest.mark.local_backend
 def test_nodes(api):
     busy = api.submit(name="holder", command=["sleep", "60"], resources={"nvidia.com/gpu": 2}).json()
     drive_until(LeaderLoop(api.world.ctx), busy["id"], "Running")
@@ -165,6 +169,7 @@ def test_nodes(api):
     assert_error(api.client.get("/api/v1/nodes"), 401, "unauthenticated")
 
 
+@pytest.mark.local_backend
 def test_healthz_and_openapi(api):
     r = api.client.get("/healthz")
     assert r.status_code == 200 and r.json() == {"status": "ok", "backend": "local", "nodes": 1}

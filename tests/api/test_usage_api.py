@@ -12,6 +12,8 @@ from crater_app.services import projects
 from tests.api.conftest import assert_error
 from tests.helpers import counts, ran_job
 
+pytestmark = pytest.mark.both_databases  # usage rollups use dialect-specific SQL (epoch seconds)
+
 
 @pytest.fixture
 def vision(api) -> int:

@@ -25,6 +25,7 @@ def test_negative_zero_allowance_is_stored_as_zero(api):
     assert stored == 0.0 and math.copysign(1.0, stored) == 1.0
 
 
+@pytest.mark.both_databases
 @pytest.mark.parametrize("q", ["\x00", "a\x00b", "\x07", "x\ty", "\x7f"])
 def test_q_with_control_characters_says_so(api, q):
     r = api.client.get("/api/v1/jobs", params={"q": q}, headers=api.auth("alice"))

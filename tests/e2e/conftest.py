@@ -11,6 +11,10 @@
   ``$TMPDIR/crater-e2e-<hash of the checkout path>``, holding copies of ``rxconfig.py``, ``reflex.lock/``
   and ``assets/``; ``PYTHONPATH`` points at the checkout, so the app code is the checkout's. The folder is
   kept between runs (a fresh one costs one ``npm install``, ~20-30 s) and locked while a run uses it.
+- One server for all browser tests. When they run with other tests and ``CRATER_TEST_REDIS_URL`` is set (CI,
+  ``make test``), they run last and the server is built and started right after collection, in the background,
+  while the other tests run (its build, ~15-30 s, is mostly the other core's work); otherwise when the first
+  browser test needs it.
 - Browser: Playwright driving ``/usr/bin/chromium`` (never a downloaded browser).
 - Missing Chromium, Redis or a server that does not come up FAIL the tests; they never skip.
 """
@@ -26,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +39,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.helpers import within
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -109,6 +116,159 @@ def _kill_jobs(data_dir: Path) -> None:
                 pass
 
 
+def _build_folder() -> Path:
+    return Path(tempfile.gettempdir()) / f"crater-e2e-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]}"
+
+
+class ConsoleServer:
+    """One Crater console for the run: :meth:`start` locks the build folder (see the module docstring), runs
+    ``crater init`` and starts ``reflex run --env prod`` in a background thread; :meth:`wait` returns the
+    :class:`Console` once ``/healthz`` answers (``pytest.fail`` with the log's end when it exits or takes more than
+    ``CRATER_E2E_STARTUP_TIMEOUT`` s); :meth:`stop` ends its process group and the jobs it started."""
+
+    def __init__(self, redis_url: str, data_dir: Path, remove_data_dir: bool = False) -> None:
+        self.redis_url, self.data_dir, self.remove_data_dir = redis_url, data_dir, remove_data_dir
+        self.build_dir = _build_folder()
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = data_dir / "server.log"
+        self.proc: subprocess.Popen | None = None
+        self.failure = ""
+        self.started = 0.0
+        self._lock = None
+        self._thread: threading.Thread | None = None
+        self._console: Console | None = None
+
+    def env(self) -> dict[str, str]:
+        """The server's environment: this checkout's code, the test Redis, a data dir and virtual GPUs of its own."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CRATER_", "REFLEX_", "GRANIAN_"))}
+        env.update({
+            "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+            "PYTHONPATH": str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
+            "PYTHONUNBUFFERED": "1",
+            "PORT": str(self.port),
+            "CRATER_DATA_DIR": str(self.data_dir),
+            "CRATER_ADMIN_PASSWORD": ADMIN_PASSWORD,
+            "CRATER_LOCAL_GPUS": LOCAL_GPUS,
+            "CRATER_LOCAL_ISOLATION": "off",  # no OS accounts made on the test machine (tests/service covers isolation)
+            "REFLEX_REDIS_URL": self.redis_url,
+            "GRANIAN_WORKERS": "2",
+            "REFLEX_USE_NPM": "1",
+            "REFLEX_TELEMETRY_ENABLED": "false",
+            "REFLEX_CHECK_LATEST_VERSION": "0",
+        })
+        env["NPM_CONFIG_REGISTRY"] = os.environ.get("NPM_CONFIG_REGISTRY") or _npm_registry(env)
+        return env
+
+    def start(self) -> "ConsoleServer":
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.build_dir / ".lock", "w")
+        fcntl.flock(self._lock, fcntl.LOCK_EX)  # one run at a time in a build folder
+        shutil.copy2(ROOT / "rxconfig.py", self.build_dir / "rxconfig.py")
+        for folder in ("reflex.lock", "assets"):
+            if (ROOT / folder).is_dir():
+                shutil.rmtree(self.build_dir / folder, ignore_errors=True)
+                shutil.copytree(ROOT / folder, self.build_dir / folder)
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=self._launch, name="crater-e2e-console", daemon=True)
+        self._thread.start()
+        return self
+
+    def _launch(self) -> None:
+        try:
+            env = self.env()
+            init = subprocess.run([_tool("crater"), "init"], cwd=self.build_dir, env=env, capture_output=True,
+                                  text=True, timeout=120)
+            if init.returncode != 0:
+                self.failure = f"crater init failed ({init.returncode}):\n{init.stdout}\n{init.stderr}"
+                return
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [_tool("reflex"), "run", "--env", "prod", "--loglevel", "info"], cwd=self.build_dir, env=env,
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                )
+        except BaseException as exc:  # noqa: BLE001 - reported by wait()
+            self.failure = f"starting the console failed: {type(exc).__name__}: {exc}"
+
+    def wait(self) -> Console:
+        if self._console is not None:
+            return self._console
+        assert self._thread is not None, "start() first"
+        self._thread.join(180)
+        server = Console(url=self.url, data_dir=self.data_dir, log_path=self.log_path, startup_s=0.0)
+        if self.failure or self.proc is None:
+            pytest.fail(self.failure or "crater init did not finish within 180 s", pytrace=False)
+        while not _healthy(self.url):
+            if self.proc.poll() is not None:
+                pytest.fail(f"reflex run exited with {self.proc.returncode}; log:\n{server.log_tail()}", pytrace=False)
+            if time.monotonic() - self.started > STARTUP_TIMEOUT_S:
+                pytest.fail(f"no /healthz answer within {STARTUP_TIMEOUT_S:.0f} s; log:\n{server.log_tail()}",
+                            pytrace=False)
+            time.sleep(0.1)
+        server.startup_s = time.monotonic() - self.started
+        print(f"\ncrater console up at {self.url} {server.startup_s:.1f} s after its start "
+              f"(build folder {self.build_dir})")
+        self._console = server
+        return server
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._thread.join(180)
+        if self.proc is not None:
+            # The whole process group: SIGKILL on the parent alone would orphan a granian worker on the port.
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+            self.proc = None
+        _kill_jobs(self.data_dir)
+        if self.remove_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+
+_EARLY = pytest.StashKey[ConsoleServer]()
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Every test in this folder is a browser test (``-m "not e2e"``, as ``make test-fast`` runs, leaves them out)."""
+    if Path(__file__).parent in Path(item.path).parents and item.get_closest_marker("e2e") is None:
+        item.add_marker(pytest.mark.e2e)
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselected what will not run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """When browser tests and others run together, the browser tests go last and the console starts building now,
+    on the other core while the others run (with ``CRATER_TEST_REDIS_URL`` set; else when the first browser test
+    needs it)."""
+    if config.option.collectonly:
+        return
+    browser_tests = [item for item in items if item.get_closest_marker("e2e") is not None]
+    if browser_tests and len(browser_tests) < len(items):
+        items[:] = [item for item in items if item.get_closest_marker("e2e") is None] + browser_tests
+        redis_url = os.environ.get("CRATER_TEST_REDIS_URL", "").strip()
+        if redis_url:
+            data_dir = Path(tempfile.mkdtemp(prefix="crater-e2e-data-"))
+            config.stash[_EARLY] = ConsoleServer(redis_url, data_dir, remove_data_dir=True).start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop a console started early that no browser test ended up using (e.g. after ``-x``)."""
+    early = session.config.stash.get(_EARLY, None)
+    if early is not None:
+        early.stop()
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
     """Debian's Chromium; the browser test fails without it."""
@@ -118,86 +278,17 @@ def chromium_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def build_dir():
-    """A build folder for ``reflex run`` outside the checkout (see the module docstring), locked for the run."""
-    digest = hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]
-    path = Path(tempfile.gettempdir()) / f"crater-e2e-{digest}"
-    path.mkdir(parents=True, exist_ok=True)
-    lock = open(path / ".lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+def console(request, tmp_path_factory) -> Console:
+    """Crater on a free port (``reflex run --env prod``, Redis state manager), stopped after the session: the one
+    started while the other tests ran, or one started now."""
+    server = request.config.stash.get(_EARLY, None)
+    if server is None:
+        server = ConsoleServer(request.getfixturevalue("redis_url"), tmp_path_factory.mktemp("crater-e2e-data"))
+        server.start()
     try:
-        shutil.copy2(ROOT / "rxconfig.py", path / "rxconfig.py")
-        for folder in ("reflex.lock", "assets"):
-            if (ROOT / folder).is_dir():
-                shutil.rmtree(path / folder, ignore_errors=True)
-                shutil.copytree(ROOT / folder, path / folder)
-        yield path
+        yield server.wait()
     finally:
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        lock.close()
-
-
-@pytest.fixture(scope="session")
-def console(redis_url, build_dir, tmp_path_factory) -> Console:
-    """Crater on a free port (``reflex run --env prod``, Redis state manager), stopped after the session."""
-    data_dir = tmp_path_factory.mktemp("crater-e2e-data")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRATER_", "REFLEX_", "GRANIAN_"))}
-    env.update({
-        "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
-        "PYTHONUNBUFFERED": "1",
-        "PORT": str(port),
-        "CRATER_DATA_DIR": str(data_dir),
-        "CRATER_ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "CRATER_LOCAL_GPUS": LOCAL_GPUS,
-        "CRATER_LOCAL_ISOLATION": "off",  # no OS accounts made on the test machine (tests/service covers isolation)
-        "REFLEX_REDIS_URL": redis_url,
-        "GRANIAN_WORKERS": "2",
-        "REFLEX_USE_NPM": "1",
-        "REFLEX_TELEMETRY_ENABLED": "false",
-        "REFLEX_CHECK_LATEST_VERSION": "0",
-    })
-    env["NPM_CONFIG_REGISTRY"] = os.environ.get("NPM_CONFIG_REGISTRY") or _npm_registry(env)
-    init = subprocess.run([_tool("crater"), "init"], cwd=build_dir, env=env, capture_output=True, text=True,
-                          timeout=120)
-    if init.returncode != 0:
-        pytest.fail(f"crater init failed ({init.returncode}):\n{init.stdout}\n{init.stderr}", pytrace=False)
-    log_path = data_dir / "server.log"
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [_tool("reflex"), "run", "--env", "prod", "--loglevel", "info"], cwd=build_dir, env=env,
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    server = Console(url=url, data_dir=data_dir, log_path=log_path, startup_s=0.0)
-    try:
-        while not _healthy(url):
-            if proc.poll() is not None:
-                pytest.fail(f"reflex run exited with {proc.returncode}; log:\n{server.log_tail()}", pytrace=False)
-            if time.monotonic() - started > STARTUP_TIMEOUT_S:
-                pytest.fail(f"no /healthz answer within {STARTUP_TIMEOUT_S:.0f} s; log:\n{server.log_tail()}",
-                            pytrace=False)
-            time.sleep(0.25)
-        server.startup_s = time.monotonic() - started
-        print(f"\ncrater console up at {url} in {server.startup_s:.1f} s (build folder {build_dir})")
-        yield server
-    finally:
-        # The whole process group: SIGKILL on the parent alone would orphan a granian worker on the port.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(20)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
-        _kill_jobs(data_dir)
+        server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -215,14 +306,15 @@ def browser(chromium_path):
 
 @pytest.fixture
 def page(browser, console):
-    """A fresh browser context and page (1360×900), closed after the test. Assertions wait up to 15 s (Playwright's
-    default is 5 s): after a full page load the console first reconnects its websocket and hydrates its state,
-    which on a 2-core machine running the suite has taken over 5 s now and then."""
+    """A fresh browser context and page (1360×900), closed after the test. Assertions wait up to ``within(5)`` s
+    (15 s; Playwright's default is 5 s) and actions up to ``within(7)`` s (tests.helpers.within): after a full page
+    load the console first reconnects its websocket and hydrates its state, which on a 2-core machine running the
+    suite has taken over 5 s now and then, and longer with two suites at once."""
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=15_000)
+    expect.set_options(timeout=within(5) * 1000)
     context = browser.new_context(viewport={"width": 1360, "height": 900}, locale="en-US")
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(within(7) * 1000)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))

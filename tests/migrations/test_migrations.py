@@ -3,6 +3,7 @@ finds no difference, so models and migrations cannot drift), and downgrade to ba
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -13,6 +14,8 @@ from sqlmodel import SQLModel
 import crater_app.db.models  # noqa: F401 - registers the tables on SQLModel.metadata
 from crater_app.db.engine import make_engine
 from crater_app.db.migrate import alembic_config, upgrade
+
+pytestmark = pytest.mark.both_databases  # every migration must run on both dialects
 
 TABLES = {
     "users", "projects", "project_members", "api_tokens", "jobs", "job_events", "operation_logs", "leases",

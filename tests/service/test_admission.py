@@ -19,6 +19,8 @@ from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
 from tests.helpers import counts, drive_until, events, job_row, spec, wait_for
 
+pytestmark = pytest.mark.both_databases  # admission locks project rows (FOR UPDATE) and sums usage in SQL
+
 GPU = "nvidia.com/gpu"
 
 
@@ -315,6 +317,7 @@ def test_non_preemptible_jobs_are_never_stopped(make_ctx):
     assert "应得份额" in zh and "team-a" in zh
 
 
+@pytest.mark.local_backend
 def test_admission_with_the_local_backend(world):
     """The local backend (real processes): a held job starts when the job before it exits."""
     ctx, admin = world.ctx, world.admin

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -22,6 +23,8 @@ from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
 from tests.helpers import spec, wait_for
+
+pytestmark = pytest.mark.both_databases  # concurrent admission: row locks (FOR UPDATE) vs SQLite's writer lock
 
 GPU = "nvidia.com/gpu"
 CAPABILITY = 8

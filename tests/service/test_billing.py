@@ -18,6 +18,8 @@ from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import USER_PASSWORD, World
 from tests.helpers import counts, ran_job
 
+pytestmark = pytest.mark.both_databases  # float balances, charge windows and row locks
+
 GIB = 2**30
 A100 = "NVIDIA-A100-SXM4-80GB"
 
@@ -101,10 +103,10 @@ def test_running_job_is_charged_up_to_now_then_settled_once(shop):
     assert {(r.source, r.period, r.project_id, r.job_id) for r in rows} == {("allowance", "2026-11", shop.vision, job_id)}
 
 
-def test_short_job_between_two_charges_is_settled(shop):
+def test_short_job_between_two_charges_is_settled(clock, shop):
     ctx = shop.ctx
     billing.set_project_billing(ctx, shop.world.admin, "vision", 1000)
-    now = datetime.now(timezone.utc)
+    now = clock.now
     job_id = ran_job(ctx, shop.alice.user_id, shop.vision, now - timedelta(minutes=30), now - timedelta(minutes=15),
                      gpus=1, phase="Failed")
     assert billing.charge_running(ctx, now) == 1
@@ -154,12 +156,14 @@ def test_month_rollover_charges_each_month_s_allowance(shop):
     assert nov.period == "2026-11" and nov.projects[0].left_points == 0
 
 
-def test_submission_refused_when_both_balances_are_used_up(shop):
+def test_submission_refused_when_both_balances_are_used_up(clock, shop):
+    """The 10 hours lie in the current month (the pinned clock is mid-month): on the first day of a month they would
+    straddle its start, and the new month's allowance would cover the next job."""
     ctx, admin = shop.ctx, shop.world.admin
     billing.set_project_billing(ctx, admin, "vision", 100)
-    t0 = datetime.now(timezone.utc) - timedelta(hours=10)
+    t0 = clock.now - timedelta(hours=10)
     ran_job(ctx, shop.alice.user_id, shop.vision, t0, t0 + timedelta(hours=10), gpus=1)  # 100 points
-    billing.charge_running(ctx, datetime.now(timezone.utc))
+    billing.charge_running(ctx, clock.now)
     before = counts(ctx)
     with pytest.raises(PaymentRequired) as exc:
         jobs.submit_job(ctx, shop.alice, {"name": "train", "project": "vision", "command": ["true"]})
@@ -173,12 +177,12 @@ def test_submission_refused_when_both_balances_are_used_up(shop):
     assert jobs.submit_job(ctx, shop.alice, {"name": "train", "project": "vision", "command": ["true"]}).id
 
 
-def test_billing_off_charges_and_refuses_nothing(shop):
+def test_billing_off_charges_and_refuses_nothing(clock, shop):
     ctx = shop.ctx
     ctx.settings.billing_enabled = False
-    t0 = datetime.now(timezone.utc) - timedelta(hours=2)
+    t0 = clock.now - timedelta(hours=2)
     job_id = ran_job(ctx, shop.alice.user_id, shop.vision, t0, None, gpus=1)
-    assert billing.charge_running(ctx, datetime.now(timezone.utc)) == 0
+    assert billing.charge_running(ctx, clock.now) == 0
     assert billing.charge_if_due(ctx) == 0
     assert ledger(ctx, shop.alice.user_id) == [] and job(ctx, job_id).charged_points == 0
     # no allowance, no extra balance: still allowed
@@ -186,15 +190,15 @@ def test_billing_off_charges_and_refuses_nothing(shop):
     assert billing.balance(ctx, shop.alice).billing_enabled is False
 
 
-def test_leader_loop_charges_at_most_every_interval(shop):
+def test_leader_loop_charges_at_most_every_interval(clock, shop):
     ctx = shop.ctx
     ctx.settings.billing_charge_interval_s = 3600
-    job_id = ran_job(ctx, shop.alice.user_id, shop.vision, datetime.now(timezone.utc) - timedelta(hours=1), None,
-                     gpus=1)
+    job_id = ran_job(ctx, shop.alice.user_id, shop.vision, clock.now - timedelta(hours=1), None, gpus=1)
     loop = LeaderLoop(ctx)
     loop.step()
     first = job(ctx, job_id)
-    assert first.charged_points == pytest.approx(10, rel=0.01) and first.charged_until is not None
+    assert first.charged_points == pytest.approx(10) and first.charged_until == clock.now
+    clock.advance(minutes=30)
     loop.step()  # within the interval: no second charge
     assert job(ctx, job_id).charged_until == first.charged_until
 

@@ -6,9 +6,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from crater_app.services import jobs
 from crater_app.services.reconcile import LeaderLoop
 from tests.helpers import spec, wait_for
+
+pytestmark = [pytest.mark.both_databases, pytest.mark.local_backend]  # races on the local backend's devices
 
 # Each job records its devices and a start/end time taken inside the job's lifetime. If two recorded
 # intervals overlap, the jobs really ran at the same time, so they must not share a device index.

@@ -1,5 +1,5 @@
 """services.console.project_view / operation_log_view and services.oplog.list_actions: what the projects and
-operation-log pages read (real database; SQLite and PostgreSQL)."""
+operation-log pages read (real database)."""
 
 from __future__ import annotations
 

@@ -161,6 +161,7 @@ def test_new_job_form_passes_kind_preemptible_and_project(console):
     job = jobs.get_job(console.ctx, console.alice, job_id)
     assert (job.project, job.kind, job.preemptible) == ("vision", "interactive", True)
     assert form.kind == "batch" and not form.preemptible and form.project == "default"  # the form starts again
+    assert not form.loaded, "the next visit shows the form once its on_load has run"
     viewer = page(NewJobState, "gus", console, "http://localhost/jobs/new")  # a guest may submit nowhere
     run(viewer, "load")
     assert viewer.project_options == [] and viewer.project == ""

@@ -237,6 +237,7 @@ def test_userinfo_about_someone_else_is_refused(sso, provider):  # noqa: F811
     assert error.reason == "claims" and "sub differs" in error.message
 
 
+@pytest.mark.both_databases
 def test_concurrent_first_sign_ins_make_one_account(sso, provider):  # noqa: F811
     """Eight sign-ins of the same new person at once (eight browser tabs): one account, eight codes."""
     from concurrent.futures import ThreadPoolExecutor

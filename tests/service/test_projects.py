@@ -1,4 +1,5 @@
-"""services.projects: create, list, read, members (roles, default project rule, cache), on SQLite and PostgreSQL."""
+"""services.projects: create, list, read, members (roles, default project rule, cache); the unique name on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def _oplog(ctx, action):
         return list(s.exec(select(OperationLog).where(OperationLog.action == action).order_by(OperationLog.id)))
 
 
+@pytest.mark.both_databases
 def test_create_project_admin_only_and_logged(world):
     ctx = world.ctx
     expiry = (utcnow() + timedelta(days=30)).replace(microsecond=0)
@@ -158,7 +160,7 @@ def test_user_without_default_gets_one(world):
 
 def test_expired_flag(world):
     ctx = world.ctx
-    projects.create_project(ctx, world.admin, "soon", expires_at=(utcnow() + timedelta(seconds=1)).isoformat())
+    projects.create_project(ctx, world.admin, "soon", expires_at=(utcnow() + timedelta(hours=1)).isoformat())
     from crater_app.db.models import Project
 
     with ctx.session() as s:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -15,6 +16,8 @@ from crater_app.services import jobs
 from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.helpers import backend_pid, drive_until, events, job_row, process_gone, spec, wait_for
+
+pytestmark = pytest.mark.local_backend  # re-adoption of real processes after a restart
 
 
 def _crash(ctx, loop) -> None:

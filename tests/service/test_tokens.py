@@ -77,6 +77,7 @@ def test_bad_input_writes_nothing(world, name, days, field):
     assert counts(world.ctx) == before
 
 
+@pytest.mark.both_databases
 def test_duplicate_name_and_limit(world):
     ctx = world.ctx
     first = tokens.create_token(ctx, world.alice, "dup")

@@ -16,6 +16,8 @@ from sqlmodel import select
 from tests.conftest import USER_PASSWORD, World
 from tests.helpers import ran_job
 
+pytestmark = pytest.mark.both_databases  # usage rollups use dialect-specific SQL (epoch seconds)
+
 NOW = datetime(2026, 11, 20, 12, tzinfo=timezone.utc)
 GIB = 2**30
 

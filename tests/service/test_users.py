@@ -100,6 +100,7 @@ def test_actor_carries_roles(world):
     assert world.guest.role == "guest"
 
 
+@pytest.mark.both_databases
 def test_create_user_rules(world):
     ctx = world.ctx
     with pytest.raises(Forbidden):
@@ -152,6 +153,7 @@ def test_concurrent_password_checks_are_bounded(world, monkeypatch):
     slots.release()
 
 
+@pytest.mark.both_databases
 @pytest.mark.parametrize(("username", "password", "field"), [("alice\x00", USER_PASSWORD, "username"),
                                                              ("alice", "\ud800" + USER_PASSWORD, "password")])
 def test_sign_in_with_text_no_database_can_compare_is_invalid(world, username, password, field):
