@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,8 +31,6 @@ from crater_app.cluster.base import ClusterBackend, Device
 from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.cgroups import JobCgroup
 from crater_app.cluster.local.outcomes import Limits
-from crater_app.db.engine import make_engine, normalize_url
-from crater_app.db.migrate import upgrade
 from crater_app.db.engine import make_engine
 from crater_app.domain import times
 from crater_app.domain.policy import Actor

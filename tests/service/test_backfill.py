@@ -23,6 +23,7 @@ def _actor(world, name):
     return users.authenticate(world.ctx, world.tokens[name])
 
 
+@pytest.mark.local_backend
 def test_local_backend_starts_a_bounded_job_on_the_idle_gpu_ahead_of_a_blocked_one(make_ctx):
     world = populate(make_ctx(gpus=2))
     ctx, loop = world.ctx, LeaderLoop(world.ctx)

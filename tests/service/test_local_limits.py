@@ -292,6 +292,7 @@ def test_the_application_passes_its_settings_to_the_backend(tmp_path):
 
 
 @needs_cgroups
+@pytest.mark.local_backend
 def test_the_reported_case_through_the_services(world):
     """A job asking for 128Mi that allocates 256 MiB ends Failed (OOMKilled) with the limit in words."""
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
