@@ -10,6 +10,7 @@ import threading
 from crater_app.cluster.base import ClusterBackend
 from crater_app.db.engine import make_engine
 from crater_app.db.migrate import upgrade
+from crater_app.services.console_sessions import check_settings
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings, get_settings
 
@@ -31,8 +32,13 @@ def make_backend(settings: Settings) -> ClusterBackend:
 
 
 def build_context(settings: Settings | None = None, migrate: bool = True) -> ServiceContext:
-    """A fresh :class:`ServiceContext` for ``settings`` (migrating the database first when ``migrate``)."""
+    """A fresh :class:`ServiceContext` for ``settings`` (migrating the database first when ``migrate``).
+
+    Raises:
+        ValueError: unusable sign-in settings (``services.console_sessions.check_settings``).
+    """
     settings = settings or get_settings()
+    check_settings(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     url = settings.resolved_database_url
     if migrate:

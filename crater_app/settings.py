@@ -8,6 +8,9 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: the longest a cookie may be kept (RFC 6265bis §5.5: user agents cap Max-Age and Expires at 400 days)
+MAX_COOKIE_AGE_S = 400 * 86400
+
 
 class Settings(BaseSettings):
     """Process-wide configuration read from ``CRATER_*`` environment variables.
@@ -39,6 +42,17 @@ class Settings(BaseSettings):
         billing_period: ``month`` (free allowances renew on the first of each month, UTC).
         billing_charge_interval_s: the leader charges running jobs at most this often, seconds (a job that ends
             is settled up to its end at the next charge).
+
+    Console sign-in:
+        public_urls: ``CRATER_PUBLIC_URLS``, the URLs browsers reach Crater at (comma- or space-separated). Cookie
+            authenticated writes and the console's websocket must come from one of their origins, CORS answers only
+            them, and the session cookie is ``Secure`` when the first is ``https``. Empty: the request's own host
+            (same origin), and no CORS. Read by ``auth.origins.parse_public_urls``; checked at start-up
+            (``services.console_sessions.check_settings``).
+        session_cookie_name: the console session cookie (``HttpOnly``, ``SameSite=Lax``).
+        session_idle_timeout_s: a console session ends after this many seconds without a request (12 h).
+        session_lifetime_s: a console session ends at the latest this many seconds after sign-in (7 days).
+
         oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off;
             ``oidc_discovery_url`` defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
@@ -69,6 +83,11 @@ class Settings(BaseSettings):
     billing_enabled: bool = False
     billing_period: str = "month"
     billing_charge_interval_s: float = 60.0
+
+    public_urls: str = ""
+    session_cookie_name: str = "crater_session"
+    session_idle_timeout_s: int = Field(default=12 * 3600, ge=60, le=MAX_COOKIE_AGE_S)
+    session_lifetime_s: int = Field(default=7 * 86400, ge=60, le=MAX_COOKIE_AGE_S)
 
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""

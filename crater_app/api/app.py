@@ -11,18 +11,19 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.security import HTTPBearer
+from fastapi.security import APIKeyCookie, HTTPBearer
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
 
-from crater_app.api import accounts, approvals, billing, docs, errors, fallback, governance, metrics
+from crater_app.api import accounts, approvals, billing, docs, errors, fallback, governance, metrics, sessions
 from crater_app.api.body import decode_body, decode_object
 from crater_app.api.language import preferred_language
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic, NodePublic, TokenPublic, UserPublic
 from crater_app.domain.policy import Actor
-from crater_app.services import admission, jobs, nodes, users
+from crater_app.services import admission, identity, jobs, nodes, sign_in, users
 from crater_app.services import metrics as platform_metrics
 from crater_app.services.context import ServiceContext
+from crater_app.settings import get_settings
 
 API_PREFIX = "/api/v1"
 # Reads (job pages, single jobs, events, nodes, the signed-in user) run in a small thread pool of their own
@@ -80,15 +81,18 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
 
     Ctx = Annotated[ServiceContext, Depends(ctx)]
 
-    bearer = HTTPBearer(auto_error=False, description="a token from POST /api/v1/auth/token")
+    bearer = HTTPBearer(auto_error=False, description="a token from POST /api/v1/auth/token or a personal token")
+    cookie = APIKeyCookie(name=get_settings().session_cookie_name, auto_error=False,
+                          description="the console's session cookie (writes only from the console's origin)")
 
-    async def actor(request: Request, c: Ctx, _: Annotated[object, Depends(bearer)] = None) -> Actor:
-        """The caller (the ``bearer`` dependency only documents the scheme in OpenAPI)."""
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" else None
-        # Every request is authenticated; a token seen in the last 5 s resolves from memory (no I/O).
-        return users.cached_actor(token) or await run_in_threadpool(users.authenticate, c, token)
+    async def actor(request: Request, c: Ctx, _: Annotated[object, Depends(bearer)] = None,
+                    __: Annotated[object, Depends(cookie)] = None) -> Actor:
+        """The caller: ``Authorization: Bearer`` or the console session cookie, resolved by
+        ``services.identity.resolve`` (the ``bearer``/``cookie`` dependencies only document the schemes)."""
+        credentials = sessions.credentials_of(request)
+        # Every request is authenticated; a bearer token seen in the last 5 s resolves from memory (no I/O).
+        cached = identity.cached_actor(c, credentials.bearer())
+        return cached or await run_in_threadpool(identity.resolve, c, credentials)
 
     Me = Annotated[Actor, Depends(actor)]
 
@@ -103,7 +107,7 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
     async def token(request: Request, c: Ctx) -> JSONResponse:
         """Exchange ``{"username", "password"}`` for a bearer token."""
         body = await decode_object(request, {"username", "password"}, "username and password")
-        result = await run_in_threadpool(users.login, c, body.get("username"), body.get("password"))
+        result = await run_in_threadpool(sign_in.login, c, body.get("username"), body.get("password"))
         return JSONResponse(_dump(result))
 
     @app.get(f"{API_PREFIX}/me", tags=["auth"], response_model=UserPublic)
@@ -196,6 +200,8 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
     billing.install(app, API_PREFIX, Ctx, Me, _read)  # usage and billing
     # Single sign-on, self sign-up, one account's administration.
     accounts.install(app, API_PREFIX, Ctx, Me, _read)
+    # Console sessions (the cookie's round trips, sign out everywhere) and passwords.
+    sessions.install(app, API_PREFIX, Ctx, Me, _read)
 
     # Last: JSON 404/405 for every other path and method under /api/v1 (and HEAD as GET without a body); the
     # console that Reflex mounts after these routes never answers an API path.

@@ -104,7 +104,7 @@ def install(app: FastAPI, prefix: str, Ctx: Any, Me: Any, read: Any) -> None:
     @app.get(f"{prefix}/operation-logs", tags=["operation-logs"], response_model=OperationLogPage,
              responses={200: {"content": {"text/csv": {}}}})
     async def operation_logs(
-        c: Ctx, a: Me, actor: Annotated[str | None, Query(max_length=63)] = None,
+        c: Ctx, a: Me, actor: Annotated[str | None, Query(max_length=64)] = None,
         action: Annotated[str | None, Query(max_length=64)] = None,
         target: Annotated[str | None, Query(max_length=255)] = None,
         since: Annotated[str | None, Query(alias="from", max_length=64)] = None,

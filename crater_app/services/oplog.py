@@ -5,16 +5,16 @@ from __future__ import annotations
 import csv
 import io
 
-from sqlalchemy import func
+from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
 from crater_app import i18n
 
-from crater_app.db.models import OperationLog
+from crater_app.db.models import OperationLog, User
 from crater_app.schemas import OperationLogPage, OperationLogPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden, InvalidInput
-from crater_app.domain.naming import is_text
+from crater_app.domain.naming import MAX_USERNAME_CHARS, is_text, username_key
 from crater_app.domain.paging import check_page
 from crater_app.domain.policy import Actor, can_read_operation_log
 from crater_app.domain.times import parse_utc
@@ -77,15 +77,16 @@ def row(actor: Actor | None, action: str, target: str, result: str = "ok", detai
 
 def _filtered(stmt, actor: str | None, action: str | None, target: str | None, since: object, until: object):
     """``stmt`` with the operation-log filters applied (validated; see :func:`list_logs`)."""
-    for field, value, limit in (("actor", actor, 63), ("action", action, 64), ("target", target, 255)):
+    for field, value, limit in (("actor", actor, MAX_USERNAME_CHARS), ("action", action, 64), ("target", target, 255)):
         if value is not None and (not isinstance(value, str) or len(value) > limit or not is_text(value)):
             raise InvalidInput(f"{field} is limited to {limit} characters of text", field)
     start = parse_utc(since, "from") if since is not None else None
     end = parse_utc(until, "to") if until is not None else None
     if start is not None and end is not None and start > end:
         raise InvalidInput(f"from ({start.isoformat()}) is after to ({end.isoformat()})", "from")
-    if actor:
-        stmt = stmt.where(OperationLog.actor == actor)
+    if actor:  # the name as written, or the rows of the account whose name has the same key ('Alice' -> 'alice')
+        stmt = stmt.where(or_(OperationLog.actor == actor, OperationLog.actor.in_(  # type: ignore[attr-defined]
+            select(User.username).where(User.username_key == username_key(actor)))))
     if action:
         stmt = stmt.where(OperationLog.action == action)
     if target:

@@ -194,7 +194,7 @@ class JobsState(AppState):
                     if gen != self._poll_gen or self.router.url.path.rstrip("/") != "/jobs":
                         reason = "page left"
                         break
-                    token, filters = self._token, self._filters()
+                    token, filters = self._credentials(), self._filters()
                 try:
                     _, page = await asyncio.to_thread(call_as, token, jobs.list_jobs, **filters)
                 except Unauthenticated:
@@ -481,7 +481,7 @@ class JobDetailState(AppState):
                     if gen != self._poll_gen or self.router.url.path.rstrip("/") != path:
                         reason = "page left"
                         break
-                    token = self._token
+                    token = self._credentials()
                 try:
                     _, view = await asyncio.to_thread(call_as, token, console.job_view, job_id)
                 except (Unauthenticated, NotFound):
