@@ -225,8 +225,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
         notes = _apply_groups(s, user, groups, mapping)
         s.flush()
         code = sign_in.issue_sign_in_code(s, user.id)
-        who, args = Actor(user.id, user.username, user.role), {"issuer": identity.issuer,
-                                                                "subject": identity.subject[:80], "groups": notes}
+        who = Actor(user.id, user.username, user.role)
+        args = {"issuer": identity.issuer, "subject": identity.subject[:80], "groups": notes or ["-"]}
         if created:
             oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in_new", args=args)
         else:

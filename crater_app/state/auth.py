@@ -57,9 +57,11 @@ class LoginState(AppState):
     #: it carries the page to open afterwards
     sso_href: str = ""
 
-    def _next(self) -> str:
-        """The page to open after signing in: ``?next=`` when it is a path on this site, else ``/jobs``."""
-        return oidc_login.safe_next(str(self.router.url.query_parameters.get("next", ""))) or "/jobs"
+    def _target(self) -> str:
+        """The page to open after signing in: ``?next=``, else the page this tab was sent here from, when it is a
+        path on this site; else ``/jobs``."""
+        asked = oidc_login.safe_next(str(self.router.url.query_parameters.get("next", "")))
+        return asked or oidc_login.safe_next(self._next) or "/jobs"
 
     @rx.event
     async def load(self):
@@ -71,7 +73,7 @@ class LoginState(AppState):
         settings = ctx.settings
         self.sso_enabled = oidc_login.enabled(settings)
         self.sso_name = settings.oidc_display_name
-        target = self._next()
+        target = self._target()
         self.sso_href = (api_base() + "/api/v1/auth/oidc/login"
                          + (f"?{urlencode({'next': target})}" if target != "/jobs" else ""))
         self.signup_enabled = settings.signup_enabled
@@ -87,6 +89,7 @@ class LoginState(AppState):
             self.forget()
             return None
         self.remember(actor)
+        self._next = ""
         return rx.redirect(target)
 
     @rx.event
@@ -116,7 +119,8 @@ class LoginState(AppState):
             self.error = exc.message_in(self.lang)
             return
         # busy stays on: the page is about to be replaced
-        yield rx.call_script(session_script(api_base(), code, self._next()))
+        target, self._next = self._target(), ""
+        yield rx.call_script(session_script(api_base(), code, target))
 
     @rx.event
     def toggle_signup(self) -> None:

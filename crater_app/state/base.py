@@ -13,7 +13,6 @@ import asyncio
 import functools
 import json
 from typing import Any, Callable, TypeVar
-from urllib.parse import urlencode
 
 import reflex as rx
 
@@ -91,6 +90,8 @@ async def turn_page(state: Any, step: int, fetch: Callable[[], Any]) -> Any:
 class AppState(rx.State):
     """Signed-in user (display only), language and translations; the parent of every page state."""
 
+    #: the page to come back to after signing in (this tab; /login also takes ``?next=``)
+    _next: str = ""
     username: str = ""
     role: str = ""
     is_admin: bool = False
@@ -160,10 +161,10 @@ class AppState(rx.State):
     def signed_out(self):
         """Forget what the top bar shows and send the browser to /login, which comes back here after signing in."""
         url = self.router.url
-        here = url.path + (f"?{url.query}" if url.query else "")
         self.forget()
-        nxt = oidc_login.safe_next(here)
-        return rx.redirect("/login" + (f"?{urlencode({'next': nxt})}" if nxt and url.path != "/login" else ""))
+        if url.path != "/login":
+            self._next = oidc_login.safe_next(url.path + (f"?{url.query}" if url.query else ""))
+        return rx.redirect("/login")
 
     def remember(self, actor: Actor) -> None:
         """Show who is signed in (display only; every handler resolves the session again)."""

@@ -49,12 +49,16 @@ STARTUP_TIMEOUT_S = float(os.environ.get("CRATER_E2E_STARTUP_TIMEOUT", "300"))
 
 @dataclass
 class Console:
-    """A running Crater server: ``url`` (no trailing slash), its data dir and log file."""
+    """A running Crater server: ``url`` (no trailing slash), its data dir and log file; ``restart()`` stops it and
+    starts it again on the same port and data dir (the process, its environment and build folder are kept here)."""
 
     url: str
     data_dir: Path
     log_path: Path
     startup_s: float
+    proc: subprocess.Popen | None = None
+    env: dict[str, str] | None = None
+    build_dir: Path | None = None
 
     def log_tail(self, chars: int = 6000) -> str:
         """The end of the server log (for failure messages)."""
@@ -62,6 +66,61 @@ class Console:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
             return ""
+
+    def stop(self) -> None:
+        """Stop the server: its whole process group (SIGKILL on the parent alone would orphan a granian worker
+        on the port); job processes it started keep running, as in a real restart."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
+        self.proc = None
+
+    def start(self, env: dict[str, str] | None = None) -> None:
+        """Start ``reflex run --env prod`` (with ``env``, default the last one) and wait for ``/healthz``."""
+        self.env = dict(env if env is not None else self.env or {})
+        started = time.monotonic()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [_tool("reflex"), "run", "--env", "prod", "--loglevel", "info"], cwd=self.build_dir, env=self.env,
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        while not _healthy(self.url):
+            if self.proc.poll() is not None:
+                pytest.fail(f"reflex run exited with {self.proc.returncode}; log:\n{self.log_tail()}", pytrace=False)
+            if time.monotonic() - started > STARTUP_TIMEOUT_S:
+                pytest.fail(f"no /healthz answer within {STARTUP_TIMEOUT_S:.0f} s; log:\n{self.log_tail()}",
+                            pytrace=False)
+            time.sleep(0.25)
+        self.startup_s = time.monotonic() - started
+
+    def restart(self, **changes: str | None) -> None:
+        """Stop the server and start it again on the same port and data dir; ``changes`` set (or, with ``None``,
+        remove) environment variables from then on, e.g. ``REFLEX_REDIS_URL=None`` for in-memory console state
+        in one worker, as ``make run`` serves."""
+        env = dict(self.env or {})
+        for name, value in changes.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        self.stop()
+        port = int(self.url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the port is free once the old worker has exited
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) != 0:
+                    break
+            time.sleep(0.1)
+        self.start(env)
 
 
 def _free_port() -> int:
@@ -163,39 +222,15 @@ def console(redis_url, build_dir, tmp_path_factory) -> Console:
     if init.returncode != 0:
         pytest.fail(f"crater init failed ({init.returncode}):\n{init.stdout}\n{init.stderr}", pytrace=False)
     log_path = data_dir / "server.log"
+    log_path.write_bytes(b"")
     url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [_tool("reflex"), "run", "--env", "prod", "--loglevel", "info"], cwd=build_dir, env=env,
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    server = Console(url=url, data_dir=data_dir, log_path=log_path, startup_s=0.0)
+    server = Console(url=url, data_dir=data_dir, log_path=log_path, startup_s=0.0, build_dir=build_dir)
     try:
-        while not _healthy(url):
-            if proc.poll() is not None:
-                pytest.fail(f"reflex run exited with {proc.returncode}; log:\n{server.log_tail()}", pytrace=False)
-            if time.monotonic() - started > STARTUP_TIMEOUT_S:
-                pytest.fail(f"no /healthz answer within {STARTUP_TIMEOUT_S:.0f} s; log:\n{server.log_tail()}",
-                            pytrace=False)
-            time.sleep(0.25)
-        server.startup_s = time.monotonic() - started
+        server.start(env)
         print(f"\ncrater console up at {url} in {server.startup_s:.1f} s (build folder {build_dir})")
         yield server
     finally:
-        # The whole process group: SIGKILL on the parent alone would orphan a granian worker on the port.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(20)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
+        server.stop()
         _kill_jobs(data_dir)
 
 

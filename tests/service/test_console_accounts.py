@@ -143,7 +143,7 @@ def test_sign_out_ends_the_session_of_every_tab(console):
     assert "method: 'DELETE'" in script and 'window.location.assign("/login")' in script
     assert first.username == ""
     redirect = run(AccountState, "load", second)  # the other tab's next action
-    assert event_args(redirect)["path"] == "/login?next=%2Fjobs%3Fpage%3D2"
+    assert event_args(redirect)["path"] == "/login" and second._next == "/jobs?page=2"
     login = state(LoginState, console, "http://localhost/login", secret)
     assert run(LoginState, "load", login) is None, "an ended session is not signed in"
 
