@@ -5,9 +5,11 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.api.app import build_api
+from crater_app.state.origin_guard import OriginGuard
 from crater_app.tasks import leader_loop
 from crater_app.ui import pages
 
 app = rx.App(api_transformer=build_api())  # the theme is set on RadixThemesPlugin in rxconfig.py
+app.add_middleware(OriginGuard())  # console events only from this site's pages
 pages.register(app)
 app.register_lifespan_task(leader_loop)

@@ -271,3 +271,20 @@ def test_single_sign_on_errors_and_link(console, provider):  # noqa: F811
 ])
 def test_user_agents_in_short(agent, short):
     assert describe_user_agent(agent) == short
+
+
+@pytest.mark.parametrize(("origin", "dropped"), [("http://localhost", False), ("https://evil.example", True),
+                                                 ("", True)])
+def test_events_of_a_websocket_from_another_site_are_dropped(console, monkeypatch, origin, dropped):
+    """The middleware runs before any handler (sign-out included, which asks no service for the caller)."""
+    from reflex.state import StateUpdate
+    from reflex_base.event import Event
+
+    from crater_app.state import origin_guard
+
+    monkeypatch.setattr(origin_guard, "get_context", lambda: console.ctx)
+    page = state(AccountState, console, "http://localhost/account", session_secret(console.ctx, "alice"))
+    page.router = tab_router(console.ctx, "http://localhost/account", session_secret(console.ctx, "alice"),
+                             origin=origin)
+    answer = run_handler(origin_guard.OriginGuard().preprocess, None, page, Event(name="app_state.sign_out"))
+    assert (answer == StateUpdate()) if dropped else answer is None
