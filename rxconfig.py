@@ -8,10 +8,16 @@ it is baked into the frontend bundle at build time.
 
 ``REFLEX_REDIS_URL`` switches console state to Redis (and makes Reflex start several workers);
 without it, state lives in the one worker's memory.
+
+CORS (``cors_allowed_origins``, used by Reflex for its Starlette CORS middleware and the websocket server) answers
+only the origins of ``CRATER_PUBLIC_URLS``; without them, none (the console and its API are one origin). Reflex's
+default, ``*``, echoed any site's origin with credentials. The websocket's own ``Origin`` check, which also holds
+without public URLs (same host), is in ``crater_app.services.identity``.
 """
 
 import reflex as rx
 
+from crater_app.auth.origins import parse_public_urls
 from crater_app.settings import get_settings
 
 _settings = get_settings()
@@ -32,6 +38,7 @@ config = rx.Config(
     plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", gray_color="slate", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],
     show_built_with_reflex=False,
+    cors_allowed_origins=list(parse_public_urls(_settings.public_urls)),
     **_extra,
 )
 

@@ -29,7 +29,7 @@ from crater_app.db.engine import make_engine  # noqa: E402
 from crater_app.db.migrate import upgrade  # noqa: E402
 from crater_app.db.models import Approval, Job, Project, ProjectMember, User  # noqa: E402
 from crater_app.db.types import utcnow  # noqa: E402
-from crater_app.services import approvals, users  # noqa: E402
+from crater_app.services import approvals, identity, sign_in, users  # noqa: E402
 from crater_app.services.context import ServiceContext  # noqa: E402
 from crater_app.settings import Settings  # noqa: E402
 from sqlmodel import select  # noqa: E402
@@ -129,7 +129,7 @@ def main() -> None:
     print(f"close_orphans closing {closed} requests (notification + operation-log row each): "
           f"{(time.perf_counter() - t0) * 1000:.1f} ms")
 
-    actors = {"admin": users.authenticate(ctx, users.login(ctx, "admin", "bench-password-1").access_token)}
+    actors = {"admin": identity.authenticate(ctx, sign_in.login(ctx, "admin", "bench-password-1").access_token)}
     from crater_app.domain.policy import Actor
     with ctx.session() as s:
         for role, uid in who.items():

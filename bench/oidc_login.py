@@ -2,7 +2,7 @@
 
 Measures, in one process on a fresh SQLite data dir: the whole sign-in of an existing account (start -> the
 provider's authorization endpoint -> callback: code exchange, ID token checks, account and group mapping, one-time
-code -> redeemed for a session), and the ID token check alone (signature with the cached JWKS, claims). The
+code -> redeemed for a console session), and the ID token check alone (signature with the cached JWKS, claims). The
 provider runs in the same process (threads), so its time is included in the sign-in figure.
 
     .venv/bin/python bench/oidc_login.py [--logins 200] [--verifications 2000]
@@ -29,7 +29,7 @@ import httpx  # noqa: E402
 
 from crater_app.auth import oidc  # noqa: E402
 from crater_app.bootstrap import build_context  # noqa: E402
-from crater_app.services import oidc_login, projects, users  # noqa: E402
+from crater_app.services import console_sessions, identity, oidc_login, projects, sign_in, users  # noqa: E402
 from crater_app.settings import Settings  # noqa: E402
 from tests.oidc_provider import CALLBACK, MAPPING, Provider  # noqa: E402
 
@@ -51,22 +51,22 @@ def main() -> None:
                         oidc_scopes="openid profile email groups", oidc_group_mapping=json.dumps(MAPPING))
     ctx = build_context(settings)
     users.ensure_admin(ctx, "bench-admin-password")
-    admin = users.authenticate(ctx, users.login(ctx, "admin", "bench-admin-password").access_token)
+    admin = identity.authenticate(ctx, sign_in.login(ctx, "admin", "bench-admin-password").access_token)
     projects.create_project(ctx, admin, "ml", "ML")
     client = httpx.Client(timeout=10)
 
-    def sign_in() -> None:
+    def sso() -> None:
         url, sealed = oidc_login.start(ctx)
         location = client.get(url, follow_redirects=False).headers["location"]
         params = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
-        users.redeem_login_code(ctx, oidc_login.complete(ctx, sealed, params).code)
+        console_sessions.start_from_code(ctx, oidc_login.complete(ctx, sealed, params).code, method="oidc")
 
-    sign_in()  # first sign-in creates the account; discovery and JWKS get cached
+    sso()  # first sign-in creates the account; discovery and JWKS get cached
     times = []
     t0 = time.perf_counter()
     for _ in range(args.logins):
         start = time.perf_counter()
-        sign_in()
+        sso()
         times.append(time.perf_counter() - start)
     wall = time.perf_counter() - t0
     print(f"machine: {os.cpu_count()} cores; database: SQLite; provider: tests/oidc_provider.py on 127.0.0.1")

@@ -30,7 +30,7 @@ from crater_app.db.engine import make_engine  # noqa: E402
 from crater_app.db.migrate import upgrade  # noqa: E402
 from crater_app.db.models import Job, Project, ProjectMember, User  # noqa: E402
 from crater_app.domain.policy import Actor  # noqa: E402
-from crater_app.services import billing, usage, users  # noqa: E402
+from crater_app.services import billing, identity, sign_in, usage, users  # noqa: E402
 from crater_app.services.context import ServiceContext  # noqa: E402
 from crater_app.settings import Settings  # noqa: E402
 
@@ -132,9 +132,9 @@ def main() -> None:
         with ctx.engine.begin() as conn:
             conn.exec_driver_sql("ANALYZE jobs")
 
-    tokens = {"admin": users.login(ctx, "admin", ADMIN_PASSWORD).access_token}
-    actors = {"admin": users.authenticate(ctx, tokens["admin"])}
-    # u001 administers a project; u007 is a member (the identities as users.authenticate would build them)
+    tokens = {"admin": sign_in.login(ctx, "admin", ADMIN_PASSWORD).access_token}
+    actors = {"admin": identity.authenticate(ctx, tokens["admin"])}
+    # u001 administers a project; u007 is a member (the identities as identity.authenticate would build them)
     with ctx.session(read_only=True) as s:
         roles = {}
         for name in ("u001", "u007"):

@@ -11,6 +11,7 @@ from crater_app.cluster.base import ClusterBackend
 from crater_app.db.engine import make_engine
 from crater_app.db.migrate import upgrade
 from crater_app.domain.job_defaults import default_resources
+from crater_app.services.console_sessions import check_settings
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings, get_settings
 
@@ -40,10 +41,12 @@ def build_context(settings: Settings | None = None, migrate: bool = True) -> Ser
     """A fresh :class:`ServiceContext` for ``settings`` (migrating the database first when ``migrate``).
 
     Raises:
-        ValueError: a job default (``CRATER_DEFAULT_JOB_CPU``/``_MEMORY``) that is not a quantity.
+        ValueError: a job default (``CRATER_DEFAULT_JOB_CPU``/``_MEMORY``) that is not a quantity, or unusable
+            sign-in settings (``services.console_sessions.check_settings``).
     """
     settings = settings or get_settings()
     default_resources(settings.default_job_cpu, settings.default_job_memory)  # ValueError: a bad default
+    check_settings(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     url = settings.resolved_database_url
     if migrate:

@@ -8,6 +8,9 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: the longest a cookie may be kept (RFC 6265bis §5.5: user agents cap Max-Age and Expires at 400 days)
+MAX_COOKIE_AGE_S = 400 * 86400
+
 
 class Settings(BaseSettings):
     """Process-wide configuration read from ``CRATER_*`` environment variables.
@@ -54,6 +57,17 @@ class Settings(BaseSettings):
         max_attempts: how many times a job may run (``CRATER_MAX_ATTEMPTS``, at least 1): a job preempted on its
             last attempt, or one with ``requeue_on_preemption`` off, ends ``Failed`` instead of going back to the
             queue (Kueue's ``waitForPodsReady.requeuingStrategy.backoffLimitCount`` plays the same part).
+
+    Console sign-in:
+        public_urls: ``CRATER_PUBLIC_URLS``, the URLs browsers reach Crater at (comma- or space-separated). Cookie
+            authenticated writes and the console's websocket must come from one of their origins, CORS answers only
+            them, and the session cookie is ``Secure`` when the first is ``https``. Empty: the request's own host
+            (same origin), and no CORS. Read by ``auth.origins.parse_public_urls``; checked at start-up
+            (``services.console_sessions.check_settings``).
+        session_cookie_name: the console session cookie (``HttpOnly``, ``SameSite=Lax``).
+        session_idle_timeout_s: a console session ends after this many seconds without a request (12 h).
+        session_lifetime_s: a console session ends at the latest this many seconds after sign-in (7 days).
+
         oidc_*: OpenID Connect login (authlib). ``oidc_issuer`` or ``oidc_client_id`` empty turns it off;
             ``oidc_discovery_url`` defaults to ``<issuer>/.well-known/openid-configuration``; ``oidc_group_mapping`` is a JSON object
             ``{"<group>": {"project": "<name>", "role": "member"}}``.
@@ -97,6 +111,10 @@ class Settings(BaseSettings):
     local_cgroup_parent: str = "crater"
     local_pids_max: int = 16384
     max_attempts: int = Field(default=5, ge=1)
+    public_urls: str = ""
+    session_cookie_name: str = "crater_session"
+    session_idle_timeout_s: int = Field(default=12 * 3600, ge=60, le=MAX_COOKIE_AGE_S)
+    session_lifetime_s: int = Field(default=7 * 86400, ge=60, le=MAX_COOKIE_AGE_S)
 
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""

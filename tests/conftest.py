@@ -35,8 +35,8 @@ from crater_app.db.engine import make_engine
 from crater_app.domain import times
 from crater_app.domain.policy import Actor
 from crater_app.domain.resources import NVIDIA_GPU
+from crater_app.services import identity, sign_in, users
 from crater_app.services import jobs as jobs_service
-from crater_app.services import users
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings
 from tests.fakes import FakeBackend
@@ -67,13 +67,10 @@ def _cheap_argon2():
 
 @pytest.fixture(autouse=True)
 def _clear_process_caches():
-    """Ids repeat across the per-test databases: drop the token and id->name caches around each test."""
-    users.forget_cached_identities()
-    users._last_used.clear()
+    """Ids repeat across the per-test databases: drop the id->name cache around each test (resolved identities
+    live on each test's own ServiceContext)."""
     jobs_service._names.clear()
     yield
-    users.forget_cached_identities()
-    users._last_used.clear()
     jobs_service._names.clear()
 
 
@@ -272,12 +269,12 @@ class World:
 def populate(ctx: ServiceContext) -> World:
     """Create the admin (bootstrap path) and the users through the services; log each in for an actor."""
     users.ensure_admin(ctx, ADMIN_PASSWORD)
-    tokens = {"admin": users.login(ctx, "admin", ADMIN_PASSWORD).access_token}
-    admin = users.authenticate(ctx, tokens["admin"])
+    tokens = {"admin": sign_in.login(ctx, "admin", ADMIN_PASSWORD).access_token}
+    admin = identity.authenticate(ctx, tokens["admin"])
     for name, role in (("alice", "user"), ("bob", "user"), ("gus", "guest")):
         users.create_user(ctx, admin, name, USER_PASSWORD, role)
-        tokens[name] = users.login(ctx, name, USER_PASSWORD).access_token
-    actors = {name: users.authenticate(ctx, token) for name, token in tokens.items()}
+        tokens[name] = sign_in.login(ctx, name, USER_PASSWORD).access_token
+    actors = {name: identity.authenticate(ctx, token) for name, token in tokens.items()}
     return World(ctx, actors["admin"], actors["alice"], actors["bob"], actors["gus"], tokens)
 
 
@@ -290,7 +287,6 @@ def _seed_world(url: str) -> World:
     finally:
         ctx.engine.dispose()
         shutil.rmtree(folder, ignore_errors=True)
-    users.forget_cached_identities()
     seeded.ctx = None  # type: ignore[assignment] - each test gets a context of its own
     return seeded
 

@@ -14,7 +14,8 @@ from fastapi import APIRouter, FastAPI
 from crater_app.api import docs, errors, fallback
 from crater_app.api.deps import provide_context
 from crater_app.api.routes import (
-    API_PREFIX, approvals, auth, billing, health, jobs, nodes, notifications, oplog, projects, tokens, usage, users,
+    API_PREFIX, approvals, auth, billing, health, jobs, nodes, notifications, oplog, projects, sessions, tokens, usage,
+    users,
 )
 from crater_app.domain.job_defaults import default_resources
 from crater_app.services.context import ServiceContext
@@ -25,7 +26,7 @@ __all__ = ["API_PREFIX", "ROUTERS", "build_api"]
 #: the routers in the order their paths are matched: the hot paths (jobs) first
 ROUTERS: tuple[APIRouter, ...] = (
     jobs.router, auth.router, nodes.router, users.router, projects.router, tokens.router, oplog.router,
-    approvals.router, notifications.router, usage.router, billing.router, health.router,
+    approvals.router, notifications.router, usage.router, billing.router, sessions.router, health.router,
 )
 
 

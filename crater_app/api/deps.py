@@ -20,11 +20,12 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.security import HTTPBearer
+from fastapi.security import APIKeyCookie, HTTPBearer
 
 from crater_app.domain.policy import Actor
-from crater_app.services import users
+from crater_app.services import identity
 from crater_app.services.context import ServiceContext
+from crater_app.settings import get_settings
 
 T = TypeVar("T")
 
@@ -69,27 +70,40 @@ CtxDep = Annotated[ServiceContext, Depends(get_context)]
 
 
 # ---- the caller ---------------------------------------------------------------------------------------------------
-bearer = HTTPBearer(auto_error=False, description="a token from POST /api/v1/auth/token")
+bearer = HTTPBearer(auto_error=False, description="a token from POST /api/v1/auth/token or a personal token")
+session_cookie = APIKeyCookie(name=get_settings().session_cookie_name, auto_error=False,
+                              description="the console's session cookie (writes only from the console's origin)")
+
+
+def credentials_of(request: Request) -> identity.Credentials:
+    """The plain request data :func:`crater_app.services.identity.resolve` reads, from a Starlette request."""
+    h = request.headers
+    return identity.Credentials(
+        authorization=h.get("authorization", ""), cookie=h.get("cookie", ""), origin=h.get("origin", ""),
+        referer=h.get("referer", ""), host=h.get("host", ""), method=request.method,
+    )
 
 
 async def resolve_caller(request: Request, ctx: ServiceContext) -> Actor:
-    """The one place where the caller of a request is resolved: the ``Authorization: Bearer`` token (a login token
-    or a personal API token), looked up through ``services.users``.
+    """The one place where the caller of a request is resolved: ``Authorization: Bearer`` (a login token or a
+    personal API token) or the console's session cookie (cookie-authenticated writes only from an allowed
+    ``Origin``), by :func:`crater_app.services.identity.resolve`.
 
-    A token seen in the last 5 s resolves from memory (no I/O); otherwise the lookup runs in a worker thread.
+    A bearer token seen in the last 5 s resolves from memory (no I/O); otherwise the lookup runs in a worker thread.
 
     Raises:
-        Unauthenticated: no token, an unknown, expired or revoked one, or a disabled account (HTTP 401).
+        Unauthenticated: no credentials, an unknown, expired or revoked token or session, or a disabled account
+            (HTTP 401). Forbidden: a cookie-authenticated write from another origin (HTTP 403).
     """
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    token = token.strip() if scheme.lower() == "bearer" else None
-    return users.cached_actor(token) or await run_in_threadpool(users.authenticate, ctx, token)
+    credentials = credentials_of(request)
+    cached = identity.cached_actor(ctx, credentials.bearer())
+    return cached or await run_in_threadpool(identity.resolve, ctx, credentials)
 
 
-async def current_actor(request: Request, ctx: CtxDep, _: Annotated[object, Depends(bearer)] = None) -> Actor:
-    """Dependency: the caller (:func:`resolve_caller`; the ``bearer`` dependency only declares the scheme in
-    OpenAPI)."""
+async def current_actor(request: Request, ctx: CtxDep, _: Annotated[object, Depends(bearer)] = None,
+                        __: Annotated[object, Depends(session_cookie)] = None) -> Actor:
+    """Dependency: the caller (:func:`resolve_caller`; the ``bearer``/``session_cookie`` dependencies only declare
+    the schemes in OpenAPI)."""
     return await resolve_caller(request, ctx)
 
 

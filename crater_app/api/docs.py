@@ -22,7 +22,8 @@ class UserCreate(BaseModel):
     """``POST /api/v1/users`` body (platform admins)."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str = Field(max_length=63, description="DNS-1123 label")
+    username: str = Field(max_length=64, description="1..64 Unicode letters, digits, '.', '_', '-', '@'; unique "
+                          "without case (NFKC case folding)")
     password: str = Field(min_length=8, max_length=1024)
     role: Literal["admin", "user", "guest"] = "user"
     display_name: str = Field(default="", max_length=128)

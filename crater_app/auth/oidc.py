@@ -46,17 +46,18 @@ ID_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES
 
 
 class OidcError(Unauthenticated):
-    """An OpenID Connect login that cannot complete (HTTP 401, code ``unauthenticated``).
+    """An OpenID Connect login that cannot complete (HTTP 401): ``code`` (``oidc.state_mismatch``, ...) and its
+    arguments say exactly what failed (catalogue ``i18n/identity``).
 
-    ``reason`` is a machine word for the console's translation: ``disabled`` (OIDC off), ``config`` (provider or
-    settings unusable), ``idp`` (the provider answered with an error), ``state`` (missing, wrong, expired or
+    ``reason`` is the step, a machine word the console's sign-in page explains: ``disabled`` (OIDC off),
+    ``config`` (provider or settings unusable), ``idp`` (the provider answered with an error), ``state`` (missing, wrong, expired or
     replayed state), ``exchange`` (the code exchange failed, e.g. a replayed code), ``id_token`` (signature, issuer,
     audience, times or nonce wrong), ``claims`` (the UserInfo endpoint, asked for claims the ID token lacks,
     failed or answered for another subject), ``account`` (the Crater account is not active or cannot be made).
     """
 
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message, None)
+    def __init__(self, code: str, reason: str, **args: object) -> None:
+        super().__init__(code, None, **args)
         self.reason = reason
 
 
@@ -126,16 +127,32 @@ def forget_cached_documents() -> None:
         _key_sets.clear()
 
 
-def _get_json(url: str, what: str) -> dict:
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0][:200]
+
+
+class _Unreadable(Exception):
+    """A provider document that could not be read (``detail``) or is not a JSON object (``detail`` empty)."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+def _get_json(url: str) -> dict:
+    """The JSON object at ``url``.
+
+    Raises:
+        _Unreadable: unreachable, an error status, not JSON (``detail`` says why), or not an object.
+    """
     try:
         response = _http().get(url, headers={"Accept": "application/json"})
         response.raise_for_status()
         data = response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise OidcError(f"cannot read the {what} at {url}: {(str(exc).splitlines() or [''])[0][:200]}",
-                        "config") from None
+        raise _Unreadable(_first_line(exc) or type(exc).__name__) from None
     if not isinstance(data, dict):
-        raise OidcError(f"the {what} at {url} is not a JSON object", "config")
+        raise _Unreadable()
     return data
 
 
@@ -151,13 +168,18 @@ def discover(provider: ProviderSettings) -> dict:
         hit = _documents.get(url)
     if hit is not None and time.monotonic() - hit[0] < DISCOVERY_TTL_S:
         return hit[1]
-    doc = _get_json(url, "discovery document")
+    try:
+        doc = _get_json(url)
+    except _Unreadable as exc:
+        if exc.detail:
+            raise OidcError("oidc.discovery_unreadable", "config", url=url[:500], detail=exc.detail) from None
+        raise OidcError("oidc.discovery_not_object", "config", url=url[:500]) from None
     if doc.get("issuer") != provider.issuer:
-        raise OidcError(f"the discovery document names issuer {str(doc.get('issuer'))[:200]!r}, not the configured "
-                        f"{provider.issuer!r}", "config")
+        raise OidcError("oidc.issuer_mismatch", "config", found=str(doc.get("issuer"))[:200],
+                        configured=provider.issuer)
     for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
         if not isinstance(doc.get(key), str) or not doc[key]:
-            raise OidcError(f"the discovery document has no {key}", "config")
+            raise OidcError("oidc.discovery_incomplete", "config", key=key)
     with _cache_lock:
         _documents[url] = (time.monotonic(), doc)
     return doc
@@ -170,11 +192,16 @@ def _key_set(jwks_uri: str, refresh: bool = False) -> KeySet:
         age = time.monotonic() - hit[0]
         if age < (JWKS_MIN_REFETCH_S if refresh else DISCOVERY_TTL_S):
             return hit[1]
-    data = _get_json(jwks_uri, "key set (JWKS)")
+    try:
+        data = _get_json(jwks_uri)
+    except _Unreadable as exc:
+        if exc.detail:
+            raise OidcError("oidc.jwks_unreadable", "config", url=jwks_uri[:500], detail=exc.detail) from None
+        raise OidcError("oidc.jwks_not_object", "config", url=jwks_uri[:500]) from None
     try:
         keys = KeySet.import_key_set(data)  # type: ignore[arg-type]
     except (JoseError, ValueError, TypeError, KeyError) as exc:
-        raise OidcError(f"the key set at {jwks_uri} is not a valid JWKS: {str(exc)[:200]}", "config") from None
+        raise OidcError("oidc.jwks_invalid", "config", url=jwks_uri[:500], detail=str(exc)[:200]) from None
     with _cache_lock:
         _key_sets[jwks_uri] = (time.monotonic(), keys)
     return keys
@@ -218,16 +245,15 @@ def open_pending(sealed: str | None, key: bytes) -> PendingLogin:
         OidcError(state): no record, not sealed with ``key`` (tampered or another deployment's), or expired.
     """
     if not sealed:
-        raise OidcError("no sign-in is in progress in this browser (the sign-in cookie is missing); start again",
-                        "state")
+        raise OidcError("oidc.no_pending", "state")
     try:
         data = json.loads(jwe.decrypt_compact(sealed, _seal_key(key)).plaintext or b"")
         pending = PendingLogin(state=str(data["s"]), nonce=str(data["n"]), code_verifier=str(data["v"]),
                                next_path=str(data.get("p", "")), expires_at=float(data["e"]))
     except (JoseError, ValueError, TypeError, KeyError):
-        raise OidcError("the sign-in record of this browser is not valid; start again", "state") from None
+        raise OidcError("oidc.pending_invalid", "state") from None
     if pending.expires_at < time.time():
-        raise OidcError(f"the sign-in took longer than {PENDING_TTL_S // 60} minutes; start again", "state")
+        raise OidcError("oidc.pending_expired", "state", limit=PENDING_TTL_S)
     return pending
 
 
@@ -238,7 +264,7 @@ def _claim_state(pending: PendingLogin) -> None:
         for state in [s for s, until in _finished_states.items() if until < now]:
             del _finished_states[state]
         if pending.state in _finished_states:
-            raise OidcError("this sign-in was already completed; start again", "state")
+            raise OidcError("oidc.state_replayed", "state")
         _finished_states[pending.state] = pending.expires_at
 
 
@@ -260,24 +286,22 @@ def finish(provider: ProviderSettings, pending: PendingLogin, params: dict[str, 
         OidcError: with ``reason`` ``idp``, ``state``, ``exchange``, ``id_token``, ``claims`` or ``config``.
     """
     if params.get("error"):
-        description = params.get("error_description") or ""
-        raise OidcError(f"the identity provider refused the sign-in: {params['error'][:100]}"
-                        + (f" ({description[:300]})" if description else ""), "idp")
+        raise OidcError("oidc.idp_error", "idp", error=params["error"][:100],
+                        description=(params.get("error_description") or "")[:300])
     state = params.get("state") or ""
     if not hmac.compare_digest(state.encode(), pending.state.encode()):
-        raise OidcError("the sign-in answer does not belong to this browser's sign-in (state mismatch); start again",
-                        "state")
+        raise OidcError("oidc.state_mismatch", "state")
     if params.get("iss") and params["iss"] != provider.issuer:  # RFC 9207: the answer came from another server
-        raise OidcError(f"the sign-in answer names issuer {params['iss'][:200]!r}, not {provider.issuer!r}", "idp")
+        raise OidcError("oidc.iss_mismatch", "idp", found=params["iss"][:200], configured=provider.issuer)
     code = params.get("code") or ""
     if not code:
-        raise OidcError("the identity provider sent no authorization code", "idp")
+        raise OidcError("oidc.no_code", "idp")
     _claim_state(pending)
     doc = discover(provider)
     token = _exchange(provider, doc["token_endpoint"], code, pending.code_verifier)
     id_token = token.get("id_token")
     if not isinstance(id_token, str) or not id_token:
-        raise OidcError("the identity provider returned no ID token (is the 'openid' scope allowed?)", "exchange")
+        raise OidcError("oidc.no_id_token", "exchange")
     identity = verify_id_token(provider, doc, id_token, pending.nonce)
     missing = [c for c in wanted_claims if c and c not in identity.claims]
     if missing and doc.get("userinfo_endpoint") and token.get("access_token"):
@@ -300,10 +324,9 @@ def userinfo(endpoint: str, access_token: str, subject: str) -> dict:
         response.raise_for_status()
         data = response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise OidcError(f"cannot read the user's claims at {endpoint}: {(str(exc).splitlines() or [''])[0][:200]}",
-                        "claims") from None
+        raise OidcError("oidc.userinfo_unreadable", "claims", url=endpoint[:500], detail=_first_line(exc)) from None
     if not isinstance(data, dict) or data.get("sub") != subject:
-        raise OidcError("the UserInfo answer is not about the signed-in user (sub differs)", "claims")
+        raise OidcError("oidc.userinfo_subject", "claims")
     return data
 
 
@@ -324,13 +347,12 @@ def _exchange(provider: ProviderSettings, token_endpoint: str, code: str, code_v
         response = _http().post(token_endpoint, data=form, auth=auth, headers={"Accept": "application/json"})
         body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise OidcError(f"the token exchange failed: {str(exc)[:200]}", "exchange") from None
+        raise OidcError("oidc.exchange_failed", "exchange", detail=str(exc)[:200]) from None
     if not isinstance(body, dict):
-        raise OidcError("the token endpoint answered something other than a JSON object", "exchange")
+        raise OidcError("oidc.exchange_not_object", "exchange")
     if "error" in body or response.status_code != 200:
-        description = str(body.get("error_description") or "")
-        raise OidcError(f"the identity provider refused the code: {str(body.get('error', response.status_code))[:100]}"
-                        + (f" ({description[:300]})" if description else ""), "exchange")
+        raise OidcError("oidc.code_refused", "exchange", error=str(body.get("error", response.status_code))[:100],
+                        description=str(body.get("error_description") or "")[:300])
     return body
 
 
@@ -342,15 +364,15 @@ def verify_id_token(provider: ProviderSettings, doc: dict, id_token: str, nonce:
     """
     algorithms = [a for a in doc.get("id_token_signing_alg_values_supported") or ["RS256"] if a in ID_TOKEN_ALGORITHMS]
     if not algorithms:
-        raise OidcError("the provider offers no asymmetric ID token signing algorithm Crater accepts", "config")
+        raise OidcError("oidc.no_algorithm", "config", accepted=list(ID_TOKEN_ALGORITHMS))
     try:
         try:
             decoded = jwt.decode(id_token, _key_set(doc["jwks_uri"]), algorithms=algorithms)
         except InvalidKeyIdError:  # a key id the cached JWKS lacks: the provider rotated its keys; fetch them again
             decoded = jwt.decode(id_token, _key_set(doc["jwks_uri"], refresh=True), algorithms=algorithms)
     except (JoseError, ValueError, TypeError) as exc:
-        raise OidcError(f"the ID token's signature is not valid: {type(exc).__name__}: {str(exc)[:200]}",
-                        "id_token") from None
+        raise OidcError("oidc.signature_invalid", "id_token", detail=f"{type(exc).__name__}: {str(exc)[:200]}") \
+            from None
     claims = decoded.claims
     registry = JWTClaimsRegistry(
         leeway=CLOCK_LEEWAY_S,
@@ -364,13 +386,18 @@ def verify_id_token(provider: ProviderSettings, doc: dict, id_token: str, nonce:
     try:
         registry.validate(claims)
     except JoseError as exc:
-        claim = getattr(exc, "claim", "") or str(exc)
-        what = {"exp": "has expired", "aud": f"is not meant for this client ({provider.client_id})",
-                "iss": f"was not issued by {provider.issuer}", "nonce": "does not belong to this sign-in (nonce)"}
-        message = next((f"the ID token {text}" for key, text in what.items() if key in str(claim)), None)
-        raise OidcError(message or f"the ID token was refused: {str(exc)[:200]}", "id_token") from None
+        claim = str(getattr(exc, "claim", "") or exc)
+        if "exp" in claim:
+            raise OidcError("oidc.token_expired", "id_token") from None
+        if "aud" in claim:
+            raise OidcError("oidc.wrong_audience", "id_token", client_id=provider.client_id) from None
+        if "iss" in claim:
+            raise OidcError("oidc.wrong_issuer", "id_token", issuer=provider.issuer) from None
+        if "nonce" in claim:
+            raise OidcError("oidc.nonce_mismatch", "id_token") from None
+        raise OidcError("oidc.token_refused", "id_token", detail=str(exc)[:200]) from None
     if isinstance(claims.get("aud"), list) and len(claims["aud"]) > 1 and claims.get("azp") != provider.client_id:
-        raise OidcError(f"the ID token has several audiences and its azp is not {provider.client_id}", "id_token")
+        raise OidcError("oidc.azp_mismatch", "id_token", client_id=provider.client_id)
     if not isinstance(claims.get("iat"), (int, float)) or claims["iat"] > time.time() + CLOCK_LEEWAY_S:
-        raise OidcError("the ID token was issued in the future (iat); check the clocks", "id_token")
+        raise OidcError("oidc.issued_in_future", "id_token")
     return Identity(issuer=provider.issuer, subject=str(claims["sub"]), claims=dict(claims))

@@ -1,7 +1,13 @@
-"""Names and labels: DNS-1123 labels (RFC 1123, as Kubernetes validates object names) and ``crater.io/*`` labels."""
+"""Names and labels: user names (Unicode, as organisations give them), their uniqueness key and the DNS-1123 slug
+derived from them, DNS-1123 labels (RFC 1123, as Kubernetes validates object names) and ``crater.io/*`` labels.
+
+Errors are codes in the ``name.`` namespace (catalogue ``i18n/identity``) with ``field_name`` (the input's full
+path) and the limit as arguments.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 
@@ -9,39 +15,149 @@ from crater_app.domain.errors import InvalidInput
 
 DNS1123_LABEL_MAX = 63  # RFC 1123 / Kubernetes IsDNS1123Label
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# RFC 1035 label (Kubernetes IsDNS1035Label: Services and other objects whose name must start with a letter)
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 LABEL_JOB_UID = "crater.io/job-uid"
 LABEL_PROJECT = "crater.io/project"
 LABEL_USER = "crater.io/user"
 
+#: the longest user name, in characters (after NFC normalisation)
+MAX_USERNAME_CHARS = 64
+#: the punctuation a user name may hold besides Unicode letters, marks and decimal digits
+USERNAME_PUNCTUATION = "._-@"
+#: names no account may take (``system`` is the operation log's actor for the platform itself), by their key
+RESERVED_USERNAMES = frozenset({"system"})
+#: hex digits of the SHA-256 suffix of a slug whose name had to be changed (kubespawner uses 8 too)
+SLUG_HASH_CHARS = 8
+_SLUG_SEPARATOR = "---"
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
 
 def username_key(name: str) -> str:
     """The identity of a user name for uniqueness: NFKC case folding (Unicode's ``NFKC_Casefold`` as approximated
     by NFKC, ``str.casefold``, NFKC again; UAX #15, UTS #39 §5), so ``Zhang.San``, ``zhang.san`` and ``ｚｈａｎｇ.san``
-    (full-width) are one name. Stored in ``users.username_key`` (unique)."""
+    (full-width) are one name. Stored in ``users.username_key`` (unique); every lookup by name compares keys."""
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def _username_char(ch: str, first: bool) -> bool:
+    """Whether ``ch`` may stand in a user name (``first``: as its first character)."""
+    category = unicodedata.category(ch)
+    if category[0] == "L" or category == "Nd":  # letters of every script, decimal digits of every script
+        return True
+    if first:
+        return ch == "_"
+    return category[0] == "M" or ch in USERNAME_PUNCTUATION  # combining marks (Devanagari vowel signs, accents)
+
+
+def _first_bad_char(name: str) -> str | None:
+    for i, ch in enumerate(name):
+        if not _username_char(ch, i == 0):
+            return ch
+    return None
+
+
+def is_username(value: object) -> bool:
+    """Whether ``value`` is an acceptable user name as given (see :func:`check_username`; NFC form, not reserved)."""
+    return (isinstance(value, str) and 0 < len(value) <= MAX_USERNAME_CHARS
+            and unicodedata.normalize("NFC", value) == value and _first_bad_char(value) is None
+            and username_key(value) not in RESERVED_USERNAMES)
+
+
+def check_username(value: object, field: str = "username") -> str:
+    """``value`` as a user name in NFC form (``"E\\u0301lodie"`` -> ``"Élodie"``).
+
+    A user name is 1..64 characters: Unicode letters (any script), combining marks and decimal digits, and ``.``,
+    ``_``, ``-``, ``@`` (so ``张三``, ``Élodie``, ``_alice`` and ``alice@example.org`` are names); it starts with a
+    letter, a digit or ``_`` (not with ``-``, ``.``, ``@`` or a mark: no command-line flags, hidden files or
+    mentions). Unique after :func:`username_key`. ``system`` is reserved.
+
+    Raises:
+        InvalidInput: naming ``field``: ``name.not_string``, ``name.empty``, ``name.too_long`` (``length``,
+            ``max``), ``name.username_chars`` (the first offending ``char``), ``name.username_reserved``.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput("name.not_string", field, field_name=field)
+    name = unicodedata.normalize("NFC", value)
+    if not name:
+        raise InvalidInput("name.empty", field, field_name=field)
+    if len(name) > MAX_USERNAME_CHARS:
+        raise InvalidInput("name.too_long", field, field_name=field, length=len(name), max=MAX_USERNAME_CHARS)
+    bad = _first_bad_char(name)
+    if bad is not None:
+        shown = bad if bad.isprintable() and not bad.isspace() else f"U+{ord(bad):04X}"
+        raise InvalidInput("name.username_chars", field, field_name=field, char=shown)
+    if username_key(name) in RESERVED_USERNAMES:
+        raise InvalidInput("name.username_reserved", field, field_name=field, name=name)
+    return name
+
+
+def derive_username(text: str, fallback: str = "user") -> str:
+    """A user name made from ``text`` (an OIDC ``preferred_username`` or e-mail claim): ``text`` itself (NFC,
+    trimmed) when it is a user name, else every run of characters a name cannot hold becomes one ``-``, characters
+    that cannot start a name are dropped from the front, ``-`` from the end, and the result is cut to 64
+    characters. Text with no usable character (or a reserved one) gives ``fallback``.
+    ``"Zhang San"`` -> ``"Zhang-San"``; ``"alice@example.org"`` stays.
+    """
+    name = unicodedata.normalize("NFC", text).strip()
+    if is_username(name):
+        return name
+    chars = [ch if _username_char(ch, False) else "-" for ch in name]
+    derived = re.sub("-{2,}", "-", "".join(chars))
+    while derived and not _username_char(derived[0], True):
+        derived = derived[1:]
+    derived = derived[:MAX_USERNAME_CHARS].rstrip("-")
+    return derived if is_username(derived) else fallback
+
+
+def _hash_suffix(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:SLUG_HASH_CHARS]
+
+
+def safe_slug(name: str, max_length: int = DNS1123_LABEL_MAX) -> str:
+    """A stable, collision-free DNS label for ``name`` (a user name), for Kubernetes object names and label values.
+
+    Modelled on JupyterHub kubespawner's ``safe_slug`` (kubespawner/slugs.py): a name that already is an RFC 1035
+    label (lower-case ASCII letters, digits and ``-``, starting with a letter; valid for every Kubernetes name and
+    label value) of at most ``max_length`` characters, without ``--``, is its own slug. Any other name becomes
+    ``<safe part>---<first 8 hex digits of SHA-256(name)>``: the safe part is the name folded to ASCII (NFKD,
+    accents dropped: ``Élodie`` -> ``elodie``), lower-cased, each run of other characters made one ``-``, cut to
+    fit, starting with a letter (``x`` when nothing is left: ``张三`` -> ``x---<hash>``). A kept name never
+    contains ``--`` and a changed one always ends in ``---`` + hash, so two different names never share a slug
+    (up to the 32-bit hash): ``Alice`` -> ``alice---<hash>`` while ``alice`` -> ``alice``.
+
+    Raises:
+        ValueError: ``max_length`` below 13 (no room for a safe part and the hash).
+    """
+    room = max_length - len(_SLUG_SEPARATOR) - SLUG_HASH_CHARS
+    if room < 2:
+        raise ValueError(f"a slug needs at least {len(_SLUG_SEPARATOR) + SLUG_HASH_CHARS + 2} characters")
+    if "--" not in name and len(name) <= max_length and _DNS1035_LABEL.fullmatch(name):
+        return name
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii").lower()
+    safe = _NOT_SLUG.sub("-", folded).strip("-")
+    if safe and not safe[0].isalpha():
+        safe = "x-" + safe
+    safe = safe[:room].rstrip("-") or "x"
+    return f"{safe}{_SLUG_SEPARATOR}{_hash_suffix(name)}"
 
 
 def check_dns1123_label(value: object, field: str) -> str:
     """Return ``value`` if it is a DNS-1123 label (lower-case alphanumerics and '-', 1..63 chars).
 
     Raises:
-        InvalidInput: naming ``field``, when the value is not a string or breaks the rule.
+        InvalidInput: naming ``field``: ``name.not_string``, ``name.empty``, ``name.too_long`` (``length``,
+            ``max``) or ``name.dns1123`` (``max``).
     """
     if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be a string", field)
+        raise InvalidInput("name.not_string", field, field_name=field)
     if not value:
-        raise InvalidInput(f"{field} must not be empty", field)
+        raise InvalidInput("name.empty", field, field_name=field)
     if len(value) > DNS1123_LABEL_MAX:
-        raise InvalidInput(
-            f"{field} is {len(value)} characters; the limit is {DNS1123_LABEL_MAX}", field
-        )
+        raise InvalidInput("name.too_long", field, field_name=field, length=len(value), max=DNS1123_LABEL_MAX)
     if not _DNS1123_LABEL.fullmatch(value):  # fullmatch: '$' would also accept a trailing newline
-        raise InvalidInput(
-            f"{field} must be a DNS-1123 label: lower-case letters, digits and '-', "
-            "starting and ending with a letter or digit",
-            field,
-        )
+        raise InvalidInput("name.dns1123", field, field_name=field, max=DNS1123_LABEL_MAX)
     return value
 
 
@@ -63,27 +179,11 @@ def check_text(value: object, field: str, limit: int) -> str:
     allowed): a display name, a description.
 
     Raises:
-        InvalidInput: naming ``field`` and ``limit``.
+        InvalidInput: ``name.text`` naming ``field`` and ``max`` (``limit``).
     """
     if not isinstance(value, str) or len(value) > limit or not is_text(value):
-        raise InvalidInput(f"{field} must be a string of at most {limit} characters", field)
+        raise InvalidInput("name.text", field, field_name=field, max=limit)
     return value
-
-
-_NOT_LABEL = re.compile(r"[^a-z0-9-]+")
-
-
-def to_dns1123_label(text: str, fallback: str = "user", max_length: int = DNS1123_LABEL_MAX) -> str:
-    """A DNS-1123 label made from ``text`` (e.g. an OIDC ``preferred_username`` or an e-mail's local part).
-
-    Lower-cased; an e-mail address keeps only its local part; every run of other characters (``.``, ``_``, ``@``,
-    spaces, non-ASCII) becomes one ``-``; ``-`` is stripped from both ends; cut to ``max_length``. Text with no
-    usable character gives ``fallback``. ``"Zhang.San@corp"`` -> ``"zhang-san"``.
-    """
-    local = text.split("@", 1)[0] if "@" in text else text
-    label = _NOT_LABEL.sub("-", local.lower()).strip("-")
-    label = re.sub("-{2,}", "-", label)[:max_length].strip("-")
-    return label or fallback
 
 
 #: An accelerator model name as NVML and the Kubernetes GPU feature discovery label ``nvidia.com/gpu.product``

@@ -221,6 +221,23 @@ def can_change_user(actor: Actor, target_user_id: int, field: str) -> bool:
     return not (field in USER_STANDING_FIELDS and target_user_id == actor.user_id)
 
 
+def can_change_password(actor: Actor) -> bool:
+    """``user:password`` of one's own account (with the current password): every signed-in user, guests included."""
+    return actor.role in PLATFORM_ROLES
+
+
+def can_reset_password(actor: Actor, target_user_id: int) -> bool:
+    """``user:password:reset`` (set another account's password without knowing it): platform admins, never for
+    their own account (they change it with their current password, like everyone)."""
+    return actor.is_admin and target_user_id != actor.user_id
+
+
+def can_manage_sessions(actor: Actor, owner_id: int) -> bool:
+    """``session:read``/``session:end`` (a console session, "sign out everywhere"): its owner only. An admin ends
+    someone's sessions by disabling the account or resetting its password."""
+    return actor.user_id == owner_id
+
+
 def can_sign_up(signup_enabled: bool) -> bool:
     """``user:signup`` (anyone, signed in or not, creates a ``pending`` local account): only when the deployment
     turns self sign-up on (``CRATER_SIGNUP_ENABLED``); the account works after an admin activates it."""

@@ -4,6 +4,7 @@ They are not tables (those are in :mod:`crater_app.db.models`); one module per n
 """
 
 from crater_app.schemas.accounts import UserPublic, UserDetail, TokenPublic, PersonalTokenPublic, PersonalTokenCreated
+from crater_app.schemas.console_sessions import ConsoleSessionPublic, ConsoleSessionStarted, SessionsEnded
 from crater_app.schemas.jobs import JobPublic, JobPage, JobEventPublic
 from crater_app.schemas.nodes import DevicePublic, NodePublic
 from crater_app.schemas.projects import ProjectMemberPublic, ProjectQuotaPublic, ProjectPublic
@@ -17,6 +18,9 @@ __all__ = [
     "TokenPublic",
     "PersonalTokenPublic",
     "PersonalTokenCreated",
+    "ConsoleSessionPublic",
+    "ConsoleSessionStarted",
+    "SessionsEnded",
     "JobPublic",
     "JobPage",
     "JobEventPublic",

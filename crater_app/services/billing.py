@@ -52,7 +52,8 @@ from crater_app.domain.billing import (
 )
 from crater_app.domain.errors import Forbidden, NotFound, PaymentRequired
 from crater_app.domain.jobs import TERMINAL_PHASES, JobPhase
-from crater_app.domain.naming import check_dns1123_label
+from crater_app.db.queries.users import user_by_name
+from crater_app.domain.naming import check_dns1123_label, check_username
 from crater_app.domain.policy import Actor, can_manage_billing, can_read_balance, can_read_prices, can_read_project
 from crater_app.domain.resources import parse_resources
 from crater_app.domain.usage import split
@@ -198,11 +199,11 @@ def grant_points(ctx: ServiceContext, actor: Actor, username: object, points: ob
     """
     if not can_manage_billing(actor):
         raise Forbidden("billing.grant_forbidden")
-    check_dns1123_label(username, "username")
+    check_username(username, "username")
     value, text = validate_grant(points, note)
     now = utcnow()
     with ctx.session() as s:
-        user = s.exec(select(User).where(User.username == username)).first()
+        user = user_by_name(s, username)  # type: ignore[arg-type] - by key: 'Alice' finds 'alice'
         if user is None:
             raise NotFound("billing.unknown_user", "username", name=username)
         s.execute(_USERS.update().where(_USERS.c.id == user.id).values(extra_points=_USERS.c.extra_points + value))

@@ -13,6 +13,7 @@ from sqlmodel import Session
 from crater_app.cluster.base import ClusterBackend
 from crater_app.db.engine import READ_ONLY_OPTION
 from crater_app.domain.batching import GroupCommit
+from crater_app.services.identity_cache import IdentityCache
 from crater_app.settings import Settings
 
 
@@ -32,6 +33,9 @@ class ServiceContext:
     submissions: GroupCommit = field(default_factory=GroupCommit, init=False, repr=False, compare=False)
     # Per-database caches of services (e.g. project name -> id); they live and die with the context.
     cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Credentials resolved in the last few seconds (services.identity), per context so that they never outlive
+    # the database they were read from.
+    identities: IdentityCache = field(default_factory=IdentityCache, init=False, repr=False, compare=False)
 
     @contextmanager
     def session(self, read_only: bool = False) -> Iterator[Session]:

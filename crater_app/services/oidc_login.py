@@ -10,9 +10,12 @@ Account rules (documented for admins in the README):
   authenticated the person and the deployment chose to trust it by configuring it (self sign-up's ``pending``
   gate applies to local sign-ups only). An admin can disable or demote the account like any other; a disabled or
   pending account is refused at its next sign-in.
-- The user name comes from ``CRATER_OIDC_USERNAME_CLAIM`` (then the e-mail's local part, then ``user``),
-  lower-cased and turned into a DNS-1123 label; a name already taken gets ``-2``, ``-3``, ... E-mail and display
-  name (``name``) are refreshed from the token at every sign-in; the user name never changes.
+- The user name comes from ``CRATER_OIDC_USERNAME_CLAIM`` (then the e-mail claim, then ``user``), kept as it is
+  when it is a user name (``张三``, ``Zhang.San``, ``zhang.san@corp.example``: see
+  :func:`crater_app.domain.naming.check_username`), else derived from it
+  (:func:`crater_app.domain.naming.derive_username`: ``Zhang San`` -> ``Zhang-San``); a name whose key (NFKC case
+  folded) is taken gets ``-2``, ``-3``, ... E-mail and display name (``name``) are refreshed from the token at
+  every sign-in; the user name never changes.
 - Groups (``CRATER_OIDC_GROUPS_CLAIM``) map to projects through ``CRATER_OIDC_GROUP_MAPPING``
   (``{"<group>": {"project": "<name>", "role": "admin"|"member"|"viewer"}}``). The mapping is authoritative for
   the projects it names: at every sign-in the account gets the strongest role its groups map to in each such
@@ -22,7 +25,9 @@ Account rules (documented for admins in the README):
   the operation log.
 
 Every sign-in, successful or not, writes one operation-log row ``auth:oidc`` (result ``ok`` or ``error`` with
-the reason); a failed one writes nothing else.
+the step and the error's code); a failed one writes nothing else. A completed sign-in hands over to the console
+with a one-time sign-in code (:func:`crater_app.services.sign_in.issue_sign_in_code`), which the callback route
+exchanges for the console session cookie.
 """
 
 from __future__ import annotations
@@ -36,9 +41,11 @@ from sqlmodel import select
 from crater_app.auth import oidc
 from crater_app.auth.keys import derive_key
 from crater_app.db.models import Project, ProjectMember, User
-from crater_app.domain.naming import DNS1123_LABEL_MAX, is_text, to_dns1123_label, username_key
+from crater_app.db.queries.users import name_taken
+from crater_app.domain.naming import MAX_USERNAME_CHARS, derive_username, is_text, username_key
 from crater_app.domain.policy import PROJECT_ROLES, Actor
-from crater_app.services import oplog, users
+from crater_app.services import oplog, sign_in, users
+from crater_app.services.identity import forget_user
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings
 
@@ -48,8 +55,9 @@ _ROLE_STRENGTH = {"viewer": 0, "member": 1, "admin": 2}
 
 @dataclass(frozen=True)
 class SignIn:
-    """A completed single sign-on: the account's ``username``, the one-time ``code`` the console redeems with
-    :func:`crater_app.services.users.redeem_login_code` (60 s), and the ``next_path`` asked for at the start."""
+    """A completed single sign-on: the account's ``username``, the one-time sign-in ``code`` (60 s) that
+    :func:`crater_app.services.console_sessions.start_from_code` exchanges for a console session, and the
+    ``next_path`` asked for at the start."""
 
     username: str
     code: str
@@ -77,7 +85,7 @@ def _key(settings: Settings) -> bytes:
 
 def _require_enabled(settings: Settings) -> None:
     if not enabled(settings):
-        raise oidc.OidcError("single sign-on (OIDC) is not configured on this Crater", "disabled")
+        raise oidc.OidcError("oidc.disabled", "disabled")
 
 
 def safe_next(next_path: object) -> str:
@@ -115,7 +123,8 @@ def complete(ctx: ServiceContext, sealed: str | None, params: dict[str, str], ba
     except oidc.OidcError as exc:
         with ctx.session() as s:
             oplog.record(s, None, "auth:oidc", ctx.settings.oidc_issuer or "-", result="error",
-                         details=f"{exc.reason}: {exc.message}")
+                         details=f"{exc.reason}: {exc.message}", code="auth.oidc_failed",
+                         args={"reason": exc.reason, "error": exc.code})
         raise
 
 
@@ -128,15 +137,14 @@ def group_mapping(settings: Settings) -> dict[str, tuple[str, str]]:
     try:
         raw = json.loads(settings.oidc_group_mapping or "{}")
     except ValueError as exc:
-        raise oidc.OidcError(f"CRATER_OIDC_GROUP_MAPPING is not valid JSON: {exc}", "config") from None
+        raise oidc.OidcError("oidc.mapping_json", "config", detail=str(exc)[:200]) from None
     if not isinstance(raw, dict):
-        raise oidc.OidcError("CRATER_OIDC_GROUP_MAPPING must be a JSON object of group -> {project, role}", "config")
+        raise oidc.OidcError("oidc.mapping_not_object", "config")
     out: dict[str, tuple[str, str]] = {}
     for group, target in raw.items():
         if not isinstance(target, dict) or not isinstance(target.get("project"), str) \
                 or target.get("role", "member") not in PROJECT_ROLES:
-            raise oidc.OidcError(f"CRATER_OIDC_GROUP_MAPPING[{group!r}] must be {{\"project\": <name>, \"role\": "
-                                 f"{'|'.join(PROJECT_ROLES)}}}", "config")
+            raise oidc.OidcError("oidc.mapping_entry", "config", group=str(group)[:200], roles=list(PROJECT_ROLES))
         out[group] = (target["project"], target.get("role", "member"))
     return out
 
@@ -147,17 +155,16 @@ def _claim_text(claims: dict, name: str, limit: int) -> str:
 
 
 def _free_username(s, wanted: str) -> str:
-    """``wanted``, or ``wanted-2``, ``wanted-3``, ... whichever is not taken (cut to stay a 63-char label)."""
-    taken = set(s.exec(select(User.username).where(User.username.like(wanted[:50] + "%"))).all())  # type: ignore[attr-defined]
-    if wanted not in taken:
+    """``wanted``, or ``wanted-2``, ``wanted-3``, ... the first whose key no account has (cut to stay within 64
+    characters). Raises :class:`OidcError` (``oidc.account_conflict``) after 1,000 taken names."""
+    if not name_taken(s, wanted):
         return wanted
-    n = 2
-    while True:
+    for n in range(2, 1002):
         suffix = f"-{n}"
-        candidate = wanted[:DNS1123_LABEL_MAX - len(suffix)].rstrip("-") + suffix
-        if candidate not in taken:
+        candidate = wanted[:MAX_USERNAME_CHARS - len(suffix)].rstrip("-") + suffix
+        if not name_taken(s, candidate):
             return candidate
-        n += 1
+    raise oidc.OidcError("oidc.account_conflict", "account")
 
 
 def _sign_in(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[str, tuple[str, str]],
@@ -169,8 +176,7 @@ def _sign_in(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[str, tu
             return _sign_in_once(ctx, identity, mapping, next_path)
         except IntegrityError:
             if attempt == 2:
-                raise oidc.OidcError("the account could not be created (a concurrent sign-in); try again",
-                                     "account") from None
+                raise oidc.OidcError("oidc.account_conflict", "account") from None
     raise AssertionError("unreachable")
 
 
@@ -198,7 +204,7 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
                                          User.oidc_subject == identity.subject)).first()
         created = user is None
         if user is None:
-            base = to_dns1123_label(_claim_text(claims, settings.oidc_username_claim, 255) or email or "user")
+            base = derive_username(_claim_text(claims, settings.oidc_username_claim, 255) or email or "user")
             username = _free_username(s, base)
             user = User(username=username, username_key=username_key(username), display_name=display_name, email=email,
                         password_hash=None, role="user", status="active", default_project_id=default_project_id,
@@ -206,27 +212,34 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
             s.add(user)
             s.flush()
             s.add(ProjectMember(project_id=default_project_id, user_id=user.id, role="member"))
-            oplog.record(s, None, "user:create", user.username, details=f"first sign-in via {identity.issuer}")
+            oplog.record(s, None, "user:create", user.username, code="account.created_by_oidc",
+                         args={"issuer": identity.issuer})
         elif user.status != "active":
-            raise oidc.OidcError(users.AccountNotActive(user.status).message, "account")
+            if user.status == "pending":
+                raise oidc.OidcError("auth.account_pending", "account", status=user.status)
+            raise oidc.OidcError("auth.account_disabled", "account", status=user.status)
         else:
             user.email = email or user.email
             user.display_name = display_name or user.display_name
             s.add(user)
         notes = _apply_groups(s, user, groups, mapping)
         s.flush()
-        code = users.issue_login_code(s, user.id)
-        details = ("new account; " if created else "") + (", ".join(notes) if notes else "no group changes")
-        oplog.record(s, Actor(user.id, user.username, user.role), "auth:oidc", user.username,
-                     details=f"{identity.issuer} sub={identity.subject[:80]}; " + details)
+        code = sign_in.issue_sign_in_code(s, user.id)
+        who = Actor(user.id, user.username, user.role)
+        args = {"issuer": identity.issuer, "subject": identity.subject[:80], "groups": notes or ["-"]}
+        if created:
+            oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in_new", args=args)
+        else:
+            oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in", args=args)
         username = user.username
-    users.forget_user(user.id)
+    forget_user(ctx, user.id)
     return SignIn(username=username, code=code, next_path=next_path)
 
 
 def _apply_groups(s, user: User, groups: set[str], mapping: dict[str, tuple[str, str]]) -> list[str]:
     """Make the user's memberships in the mapped projects follow ``groups`` (see the module docstring); return
-    notes for the operation log."""
+    the changes for the operation log, language-neutral: ``ml: none -> member`` (joined), ``ml: viewer -> admin``,
+    ``ml: member -> none`` (left), ``nosuch: ? (group)`` (a mapped project that does not exist)."""
     if not mapping:
         return []
     names = {project for project, _ in mapping.values()}
@@ -238,7 +251,7 @@ def _apply_groups(s, user: User, groups: set[str], mapping: dict[str, tuple[str,
             continue
         project = projects.get(project_name)
         if project is None:
-            notes.append(f"group {group}: project {project_name} does not exist")
+            notes.append(f"{project_name}: ? ({group})")
             continue
         if _ROLE_STRENGTH[role] > _ROLE_STRENGTH.get(wanted.get(project.id, ""), -1):
             wanted[project.id] = role
@@ -248,7 +261,7 @@ def _apply_groups(s, user: User, groups: set[str], mapping: dict[str, tuple[str,
         member = current.get(project_id)
         if member is None:
             s.add(ProjectMember(project_id=project_id, user_id=user.id, role=role))
-            notes.append(f"joined {by_id[project_id]} as {role}")
+            notes.append(f"{by_id[project_id]}: none -> {role}")
         elif member.role != role:
             notes.append(f"{by_id[project_id]}: {member.role} -> {role}")
             member.role = role
@@ -257,5 +270,5 @@ def _apply_groups(s, user: User, groups: set[str], mapping: dict[str, tuple[str,
         if project_id in by_id and project_id not in wanted and project_id != user.default_project_id \
                 and by_id[project_id] != users.DEFAULT_PROJECT:
             s.delete(member)
-            notes.append(f"left {by_id[project_id]} (no mapped group)")
+            notes.append(f"{by_id[project_id]}: {member.role} -> none")
     return notes

@@ -5,16 +5,16 @@ from __future__ import annotations
 import csv
 import io
 
-from sqlalchemy import func
+from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
 from crater_app import i18n
 
-from crater_app.db.models import OperationLog
+from crater_app.db.models import OperationLog, User
 from crater_app.schemas import OperationLogPage, OperationLogPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden, InvalidInput
-from crater_app.domain.naming import is_text
+from crater_app.domain.naming import MAX_USERNAME_CHARS, is_text, username_key
 from crater_app.domain.paging import check_page
 from crater_app.domain.policy import Actor, can_read_operation_log
 from crater_app.domain.times import parse_utc
@@ -24,7 +24,7 @@ MAX_PAGE_SIZE = 500
 MAX_CSV_ROWS = 100_000
 CSV_COLUMNS = ("id", "at", "actor", "actor_role", "action", "target", "result", "details")
 #: the longest text each filter takes: a user name, an action name, a target
-FILTER_LIMITS = {"actor": 64, "action": 64, "target": 255}
+FILTER_LIMITS = {"actor": MAX_USERNAME_CHARS, "action": 64, "target": 255}
 
 
 def record(session: Session, actor: Actor | None, action: str, target: str, result: str = "ok", details: str = "",
@@ -88,8 +88,9 @@ def _filtered(stmt, actor: str | None, action: str | None, target: str | None, s
     end = parse_utc(until, "to") if until is not None else None
     if start is not None and end is not None and start > end:
         raise InvalidInput("oplog.filter_range", "from", start=start.isoformat(), end=end.isoformat())
-    if actor:
-        stmt = stmt.where(OperationLog.actor == actor)
+    if actor:  # the name as written, or the rows of the account whose name has the same key ('Alice' -> 'alice')
+        stmt = stmt.where(or_(OperationLog.actor == actor, OperationLog.actor.in_(  # type: ignore[attr-defined]
+            select(User.username).where(User.username_key == username_key(actor)))))
     if action:
         stmt = stmt.where(OperationLog.action == action)
     if target:

@@ -24,7 +24,8 @@ from crater_app.db.models import Project, ProjectMember, User
 from crater_app.schemas import ProjectMemberPublic, ProjectPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from crater_app.domain.naming import check_dns1123_label, check_text
+from crater_app.db.queries.users import user_by_name
+from crater_app.domain.naming import check_dns1123_label, check_text, check_username
 from crater_app.domain.policy import (
     PROJECT_ROLES,
     Actor,
@@ -35,7 +36,7 @@ from crater_app.domain.policy import (
     can_set_share,
 )
 from crater_app.domain.times import parse_utc
-from crater_app.services import admission, oplog, quotas, users
+from crater_app.services import admission, identity, oplog, quotas
 from crater_app.services.context import ServiceContext
 
 MAX_DISPLAY_NAME_CHARS = 128
@@ -146,9 +147,9 @@ def get_project(ctx: ServiceContext, actor: Actor, name: object) -> ProjectPubli
 
 
 def _target_user(s: Session, username: object) -> User:
-    check_dns1123_label(username, "username")
+    check_username(username, "username")
     # Locked (PostgreSQL) so that two concurrent changes cannot both leave the user without a default project.
-    user = s.exec(select(User).where(User.username == username).with_for_update()).first()
+    user = user_by_name(s, username, lock=True)  # type: ignore[arg-type] - by key: 'Alice' finds 'alice'
     if user is None:
         raise NotFound("project.unknown_user", "username", name=username)
     return user
@@ -225,7 +226,7 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
         result = ProjectMemberPublic(username=user.username, display_name=user.display_name, role=role,  # type: ignore[arg-type]
                                      default=user.default_project_id == project.id, share=dict(member.share or {}))
         user_id = user.id
-    users.forget_user(user_id)
+    identity.forget_user(ctx, user_id)
     if new_share is not None and new_share != share_before:
         admission.invalidate(ctx)
     return result
@@ -284,7 +285,7 @@ def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, usern
             oplog.record(s, actor, "project:member:remove", target, code="project.member_removed",
                          args={"role": member.role})
         user_id = user.id
-    users.forget_user(user_id)
+    identity.forget_user(ctx, user_id)
 
 
 def project_expired(project: Project, now: datetime | None = None) -> bool:

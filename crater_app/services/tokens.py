@@ -17,7 +17,7 @@ from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import is_text
 from crater_app.domain.policy import Actor, can_create_token, can_revoke_token
-from crater_app.services import oplog, users
+from crater_app.services import identity, oplog
 from crater_app.services.context import ServiceContext
 
 PERSONAL = "personal"
@@ -46,21 +46,18 @@ def create_token(ctx: ServiceContext, actor: Actor, name: object,
         The metadata and ``access_token`` (the secret: shown this once, only its SHA-256 is stored).
 
     Raises:
-        Forbidden: the caller may not create tokens. InvalidInput: name empty/too long/not text, or
-        ``expires_in_days`` not an integer in 1..365. Conflict: an active token has that name, or the caller
-        has 20 active personal tokens.
+        Forbidden: ``token.forbidden``. InvalidInput: ``token.name`` (empty, too long, not text) or
+        ``token.expiry`` (``expires_in_days`` not an integer in 1..365). Conflict: ``token.name_taken`` (an active
+        token has that name) or ``token.limit`` (the caller has 20 active personal tokens).
     """
     if not can_create_token(actor):
-        raise Forbidden("you may not create API tokens")
+        raise Forbidden("token.forbidden")
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS or not is_text(name):
-        raise InvalidInput(f"name is required: 1 to {MAX_NAME_CHARS} characters", "name")
+        raise InvalidInput("token.name", "name", max=MAX_NAME_CHARS)
     if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int) or not (
         MIN_EXPIRY_DAYS <= expires_in_days <= MAX_EXPIRY_DAYS
     ):
-        raise InvalidInput(
-            f"expires_in_days must be a whole number of days from {MIN_EXPIRY_DAYS} to {MAX_EXPIRY_DAYS}",
-            "expires_in_days",
-        )
+        raise InvalidInput("token.expiry", "expires_in_days", min=MIN_EXPIRY_DAYS, max=MAX_EXPIRY_DAYS)
     name = name.strip()
     now = utcnow()
     secret, digest = new_token()
@@ -72,16 +69,15 @@ def create_token(ctx: ServiceContext, actor: Actor, name: object,
             (ApiToken.expires_at.is_(None)) | (ApiToken.expires_at > now),  # type: ignore[union-attr,operator]
         ))]
         if name in active:
-            raise Conflict(f"you already have an active token named '{name}'; revoke it or pick another name", "name")
+            raise Conflict("token.name_taken", "name", name=name)
         if len(active) >= MAX_ACTIVE_TOKENS:
-            raise Conflict(f"you have {len(active)} active personal tokens; the limit is {MAX_ACTIVE_TOKENS} "
-                           "(revoke one first)", "name")
+            raise Conflict("token.limit", "name", active=len(active), max=MAX_ACTIVE_TOKENS)
         row = ApiToken(user_id=actor.user_id, token_hash=digest, kind=PERSONAL, name=name, created_at=now,
                        expires_at=now + timedelta(days=expires_in_days))
         s.add(row)
         s.flush()
-        oplog.record(s, actor, "token:create", f"{actor.username}/{row.id}",
-                     details=f"name={name}; expires_in_days={expires_in_days}")
+        oplog.record(s, actor, "token:create", f"{actor.username}/{row.id}", code="token.created",
+                     args={"name": name, "expires_in_days": expires_in_days})
         meta = _public(row, actor.username)
     return PersonalTokenCreated(**meta.model_dump(), access_token=secret)
 
@@ -98,21 +94,22 @@ def revoke_token(ctx: ServiceContext, actor: Actor, token_id: int) -> PersonalTo
     """Revoke personal token ``token_id`` (its owner, or a platform admin); revoking twice changes nothing.
 
     Raises:
-        NotFound: no personal token with that id, or the caller is neither its owner nor a platform admin
-        (session tokens are not addressable here).
+        NotFound: ``token.not_found``: no personal token with that id, or the caller is neither its owner nor a
+        platform admin (login tokens are not addressable here).
     """
     with ctx.session() as s:
         row = s.get(ApiToken, token_id) if 0 < token_id < 2**63 else None
         if row is None or row.kind != PERSONAL or not can_revoke_token(actor, row.user_id):
-            raise NotFound(f"token {token_id} does not exist", "id")
+            raise NotFound("token.not_found", "id", id=token_id)
         owner = s.get(User, row.user_id)
         if row.revoked_at is None:
             row.revoked_at = utcnow()
             s.add(row)
-            oplog.record(s, actor, "token:revoke", f"{owner.username}/{row.id}", details=f"name={row.name}")
+            oplog.record(s, actor, "token:revoke", f"{owner.username}/{row.id}", code="token.revoked",
+                         args={"name": row.name})
         result = _public(row, owner.username)
         owner_id = row.user_id
-    users.forget_user(owner_id)
+    identity.forget_user(ctx, owner_id)
     return result
 
 

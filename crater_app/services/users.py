@@ -1,26 +1,25 @@
-"""Users, login and identity: local accounts (argon2), login tokens, and token -> :class:`Actor`."""
+"""Accounts: the first admin, local accounts (created by admins or by self sign-up), their administration (role,
+status, per-user limits) and the caller's own record. Signing in is in :mod:`crater_app.services.sign_in`, console
+sessions in :mod:`crater_app.services.console_sessions`, who a request is in :mod:`crater_app.services.identity`.
+
+User names are Unicode (:func:`crater_app.domain.naming.check_username`) and unique after NFKC case folding; every
+lookup by name compares keys, so ``Alice`` finds ``alice``.
+"""
 
 from __future__ import annotations
 
-import functools
-import os
 import secrets
-import threading
-import time
-from datetime import timedelta
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, hash_password, verify_password
-from crater_app.auth.tokens import hash_token, new_token
+from crater_app.auth.passwords import check_password, hash_password
 from crater_app.db.models import ApiToken, Project, ProjectMember, User
-from crater_app.schemas import TokenPublic, UserDetail, UserPublic
-from crater_app.db.types import utcnow
-from crater_app.domain.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
+from crater_app.db.queries.users import user_by_name
+from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.jobs import parse_duration
-from crater_app.domain.naming import check_dns1123_label, check_text, is_text, username_key
+from crater_app.domain.naming import MAX_USERNAME_CHARS, check_text, check_username, is_text, username_key
 from crater_app.domain.policy import (
     PLATFORM_ROLES,
     USER_LIMIT_FIELDS,
@@ -32,13 +31,12 @@ from crater_app.domain.policy import (
     can_read_user,
     can_sign_up,
 )
-from crater_app.services import admission, oplog
+from crater_app.domain.times import utcnow
+from crater_app.schemas import UserDetail, UserPublic
+from crater_app.services import admission, console_sessions, identity, oplog
 from crater_app.services.context import ServiceContext
 
 DEFAULT_PROJECT = "default"
-#: ``ApiToken.kind`` of a one-time login code (the console's hand-over after single sign-on); never a bearer token
-LOGIN_CODE_KIND = "sso"
-LOGIN_CODE_TTL_S = 60
 #: the largest per-user limits an admin may set (a limit above them is no limit at all)
 MAX_SESSIONS_LIMIT = 1000
 MAX_ACCELERATORS_LIMIT = 1024
@@ -48,34 +46,6 @@ MAX_EMAIL_CHARS = 254  # RFC 5321's longest forward path
 ADMIN_USERNAME = "admin"
 #: the fields :func:`update_user` changes (the ``PATCH /users/{name}`` body)
 USER_UPDATE_FIELDS = (*USER_STANDING_FIELDS, *USER_LIMIT_FIELDS)
-_CACHE_TTL_S = 5.0  # a revoked or disabled token stops working within this many seconds
-_LAST_USED_EVERY_S = 60.0
-_cache: dict[str, tuple[float, Actor, float | None]] = {}
-_cache_lock = threading.Lock()
-_last_used: dict[str, float] = {}
-# Password checks at once: each argon2 check holds 64 MiB for ~0.1 s, so 40 concurrent sign-ins (FastAPI's thread
-# pool) took the process from 0.3 to 2.5 GB. More than one per core gains no throughput; a sign-in that cannot get
-# a slot within _LOGIN_WAIT_S is answered 429 (busy) instead of queueing without bound.
-_LOGIN_SLOTS = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
-_LOGIN_WAIT_S = 5.0
-
-
-class AccountNotActive(Unauthenticated):
-    """The password (or the identity provider) was right but the account cannot sign in: ``status`` is
-    ``pending`` (a sign-up waiting for an administrator) or ``disabled``. HTTP 401; only said after the credentials
-    were checked, so it discloses nothing to someone without them."""
-
-    def __init__(self, status: str) -> None:
-        message = ("your account is waiting for an administrator's approval" if status == "pending"
-                   else "your account is disabled; ask an administrator")
-        super().__init__(message, None)
-        self.status = status
-
-
-@functools.lru_cache(maxsize=1)
-def _dummy_hash() -> str:
-    """A hash of a random secret, checked against when the user does not exist (constant-time login)."""
-    return hash_password(secrets.token_urlsafe(16))
 
 
 def _public(user: User, project_name: str | None) -> UserPublic:
@@ -93,8 +63,8 @@ def ensure_default_project(ctx: ServiceContext) -> int:
             project = Project(name=DEFAULT_PROJECT, display_name="Default project")
             s.add(project)
             s.flush()
-            oplog.record(s, None, "project:create", DEFAULT_PROJECT)
-        return project.id
+            oplog.record(s, None, "project:create", DEFAULT_PROJECT, code="account.default_project")
+        return project.id  # type: ignore[return-value]
 
 
 def ensure_admin(ctx: ServiceContext, password: str | None) -> str | None:
@@ -108,7 +78,7 @@ def ensure_admin(ctx: ServiceContext, password: str | None) -> str | None:
     """
     project_id = ensure_default_project(ctx)
     with ctx.session(read_only=True) as s:
-        if s.exec(select(User).where(User.username == ADMIN_USERNAME)).first() is not None:
+        if user_by_name(s, ADMIN_USERNAME) is not None:
             return None
     generated = None
     if not password:
@@ -117,28 +87,32 @@ def ensure_admin(ctx: ServiceContext, password: str | None) -> str | None:
     return generated
 
 
-def _insert_user(ctx, actor, username, password, role, display_name, email, project_id, status="active",
-                 action="user:create") -> UserPublic:
+def _insert_user(ctx: ServiceContext, actor: Actor | None, username: str, password: str, role: str,
+                 display_name: str, email: str, project_id: int, status: str = "active",
+                 action: str = "user:create") -> UserPublic:
     with ctx.session() as s:
         user = User(
-            username=username, username_key=username_key(username), display_name=display_name, email=email, password_hash=hash_password(password),
-            role=role, status=status, default_project_id=project_id,
+            username=username, username_key=username_key(username), display_name=display_name, email=email,
+            password_hash=hash_password(password), role=role, status=status, default_project_id=project_id,
         )
         s.add(user)
         try:
             s.flush()
         except IntegrityError:
-            raise Conflict(f"user '{username}' already exists", "username") from None
+            raise Conflict("account.exists", "username", username=username) from None
         if status == "active":  # a pending account joins at activation (update_user), so member lists stay true
             s.add(ProjectMember(project_id=project_id, user_id=user.id, role="admin" if role == "admin" else "member"))
-        oplog.record(s, actor, action, username, details=f"role={role} status={status}")
+        if action == "user:signup":
+            oplog.record(s, actor, action, username, code="account.signed_up", args={"role": role, "status": status})
+        else:
+            oplog.record(s, actor, action, username, code="account.created", args={"role": role, "status": status})
         return _public(user, DEFAULT_PROJECT)
 
 
 def _check_choice(value: object, choices: tuple[str, ...], field: str) -> str:
     """``value`` when it is one of ``choices``; else :class:`InvalidInput` naming ``field`` and the choices."""
     if value not in choices:
-        raise InvalidInput(f"{field} must be one of {', '.join(choices)}", field)
+        raise InvalidInput("account.choice", field, field_name=field, choices=list(choices))
     return value  # type: ignore[return-value]
 
 
@@ -148,17 +122,16 @@ def is_email(value: str) -> bool:
 
 
 def _check_account_fields(username: object, password: object, display_name: object, email: object,
-                          role: object = "user") -> None:
-    """The rules of a new local account (see :func:`create_user`); raises :class:`InvalidInput` naming the field."""
-    check_dns1123_label(username, "username")
-    if not isinstance(password, str) or not MIN_PASSWORD_CHARS <= len(password) <= MAX_PASSWORD_CHARS or not is_text(password):
-        raise InvalidInput(
-            f"password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters", "password"
-        )
+                          role: object = "user") -> str:
+    """The rules of a new local account (see :func:`create_user`); the user name in NFC form. Raises
+    :class:`InvalidInput` naming the field."""
+    name = check_username(username, "username")
+    check_password(password, "password")
     _check_choice(role, PLATFORM_ROLES, "role")
     check_text(display_name, "display_name", MAX_DISPLAY_NAME_CHARS)
     if not isinstance(email, str) or not is_email(email):
-        raise InvalidInput(f"email must be an address of at most {MAX_EMAIL_CHARS} characters", "email")
+        raise InvalidInput("account.email", "email", max=MAX_EMAIL_CHARS)
+    return name
 
 
 def create_user(
@@ -169,167 +142,24 @@ def create_user(
 
     Raises:
         Forbidden: actor is not a platform admin.
-        InvalidInput: username not a DNS-1123 label, password shorter than 8 or longer than 1,024 chars,
-            unknown role, over-long display name/email.
-        Conflict: the username exists.
+        InvalidInput: username not a user name (1..64 Unicode letters, digits, ``. _ - @``), password shorter
+            than 8 or longer than 1,024 chars, unknown role, over-long display name/email.
+        Conflict: the username exists (compared after NFKC case folding: ``Alice`` is ``alice``).
     """
     if not can_manage_users(actor):
-        raise Forbidden("only platform admins may create users")
-    _check_account_fields(username, password, display_name, email, role)
+        raise Forbidden("account.admins_only")
+    name = _check_account_fields(username, password, display_name, email, role)
     project_id = ensure_default_project(ctx)
-    return _insert_user(ctx, actor, username, password, role, display_name, email, project_id)
+    return _insert_user(ctx, actor, name, password, role, display_name, email, project_id)  # type: ignore[arg-type]
 
 
 def list_users(ctx: ServiceContext, actor: Actor) -> list[UserPublic]:
     """All users, by name (platform admins only). Raises :class:`Forbidden` otherwise."""
     if not can_manage_users(actor):
-        raise Forbidden("only platform admins may list users")
+        raise Forbidden("account.admins_only")
     with ctx.session(read_only=True) as s:
         projects = {p.id: p.name for p in s.exec(select(Project))}
         return [_public(u, projects.get(u.default_project_id)) for u in s.exec(select(User).order_by(User.username))]
-
-
-def login(ctx: ServiceContext, username: object, password: object) -> TokenPublic:
-    """Check a local password and issue a session token valid ``settings.token_ttl_s`` seconds.
-
-    Raises:
-        InvalidInput: username/password missing or not strings (field named).
-        Unauthenticated: unknown user, wrong password, or the account is not active (same message for
-            the first two so that user names cannot be probed).
-    """
-    for name, value in (("username", username), ("password", password)):
-        if not isinstance(value, str) or not value:
-            raise InvalidInput(f"{name} is required and must be a string", name)
-        if len(value) > MAX_PASSWORD_CHARS or not is_text(value):
-            raise InvalidInput(f"{name} is limited to {MAX_PASSWORD_CHARS} characters of valid text", name)
-    with ctx.session(read_only=True) as s:
-        user = s.exec(select(User).where(User.username == username)).first()
-    # The (deliberately slow) hash check runs outside any transaction, so it holds no database lock.
-    # An unknown name costs one hash check too, so response times do not tell which user names exist.
-    stored = user.password_hash if user is not None else _dummy_hash()
-    if not _LOGIN_SLOTS.acquire(timeout=_LOGIN_WAIT_S):
-        raise Busy("too many sign-ins at once; try again in a few seconds")
-    try:
-        ok = verify_password(stored, password)
-    finally:
-        _LOGIN_SLOTS.release()
-    if not ok or user is None:
-        raise Unauthenticated("wrong user name or password")
-    if user.status != "active":
-        raise AccountNotActive(user.status)
-    with ctx.session() as s:
-        return start_session(ctx, s, user, "auth:login")
-
-
-def start_session(ctx: ServiceContext, s, user: User, action: str, details: str = "") -> TokenPublic:
-    """Issue a session token for ``user`` (an active account) valid ``settings.token_ttl_s`` seconds, in the
-    session ``s``, with an operation-log row ``action`` (``auth:login``, ``auth:oidc``)."""
-    secret, digest = new_token()
-    expires = utcnow() + timedelta(seconds=ctx.settings.token_ttl_s)
-    s.add(ApiToken(user_id=user.id, token_hash=digest, kind="session", expires_at=expires))
-    oplog.record(s, Actor(user.id, user.username, user.role), action, user.username, details=details)
-    return TokenPublic(access_token=secret, expires_at=expires)
-
-
-def issue_login_code(s, user_id: int) -> str:
-    """A one-time login code for ``user_id`` (in session ``s``): stored as a SHA-256 digest in ``api_tokens`` with
-    kind ``sso``, valid 60 s, revoked when redeemed; never accepted as a bearer token. The console's hand-over
-    after single sign-on (see :func:`redeem_login_code`)."""
-    secret, digest = new_token()
-    s.add(ApiToken(user_id=user_id, token_hash=digest, kind=LOGIN_CODE_KIND,
-                   expires_at=utcnow() + timedelta(seconds=LOGIN_CODE_TTL_S)))
-    return secret
-
-
-def redeem_login_code(ctx: ServiceContext, code: object) -> TokenPublic:
-    """Exchange a one-time login code from :func:`issue_login_code` for a session token.
-
-    Single use across every process: the code's row is revoked by one conditional ``UPDATE`` (only the
-    transaction that changes it gets a session), so a replayed code fails even on another worker.
-
-    Raises:
-        InvalidInput: ``code`` not a string of at most 128 characters.
-        Unauthenticated: unknown, used or expired (60 s) code. AccountNotActive: the account is not active.
-    """
-    if not isinstance(code, str) or not code or len(code) > 128 or not is_text(code):
-        raise InvalidInput("code must be the one-time sign-in code (a string of at most 128 characters)", "code")
-    now = utcnow()
-    with ctx.session() as s:
-        row = s.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(code),
-                                            ApiToken.kind == LOGIN_CODE_KIND)).first()
-        if row is None:
-            raise Unauthenticated("the sign-in code is unknown; sign in again")
-        claimed = s.exec(  # type: ignore[call-overload]
-            update(ApiToken).where(ApiToken.id == row.id, ApiToken.revoked_at.is_(None),  # type: ignore[union-attr]
-                                   ApiToken.expires_at > now).values(revoked_at=now)
-        ).rowcount
-        if claimed != 1:
-            raise Unauthenticated("the sign-in code was already used or has expired; sign in again")
-        user = s.get(User, row.user_id)
-        if user is None or user.status != "active":
-            raise AccountNotActive(user.status if user is not None else "disabled")
-        return start_session(ctx, s, user, "auth:login", details="single sign-on")
-
-
-def logout(ctx: ServiceContext, token: str) -> None:
-    """Revoke the session token ``token`` (unknown tokens are ignored)."""
-    digest = hash_token(token)
-    with ctx.session() as s:
-        row = s.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
-        if row is not None and row.revoked_at is None:
-            row.revoked_at = utcnow()
-            s.add(row)
-    with _cache_lock:
-        _cache.pop(digest, None)
-
-
-def authenticate(ctx: ServiceContext, token: str | None) -> Actor:
-    """Resolve a bearer token to its :class:`Actor` (cached for 5 s).
-
-    Raises:
-        Unauthenticated: missing, unknown, expired or revoked token, or a user that is not active.
-    """
-    if not token:
-        raise Unauthenticated("sign in first: send 'Authorization: Bearer <token>'")
-    cached = cached_actor(token)
-    if cached is not None:
-        return cached
-    digest = hash_token(token)
-    now = time.monotonic()
-    with ctx.session(read_only=True) as s:
-        row = s.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
-        if row is None or row.revoked_at is not None or row.kind == LOGIN_CODE_KIND:
-            raise Unauthenticated("the token is unknown or revoked")
-        if row.expires_at is not None and row.expires_at <= utcnow():
-            raise Unauthenticated("the token has expired; sign in again")
-        user = s.get(User, row.user_id)
-        if user is None or user.status != "active":
-            raise Unauthenticated("the account is not active")
-        roles = {m.project_id: m.role for m in s.exec(select(ProjectMember).where(ProjectMember.user_id == user.id))}
-        actor = Actor(user.id, user.username, user.role, roles, user.default_project_id)
-        expires = row.expires_at.timestamp() if row.expires_at else None
-    if now - _last_used.get(digest, -1e9) > _LAST_USED_EVERY_S:
-        with ctx.session() as s:  # its own short write, only once a minute per token
-            s.exec(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=utcnow()))  # type: ignore[call-overload]
-        _last_used[digest] = now
-    with _cache_lock:
-        _cache[digest] = (now, actor, expires)
-    return actor
-
-
-def cached_actor(token: str | None) -> Actor | None:
-    """The :class:`Actor` of ``token`` when :func:`authenticate` resolved it less than 5 s ago, else ``None``.
-
-    No I/O, so an async caller can try it before handing :func:`authenticate` to a thread.
-    """
-    if not token:
-        return None
-    digest = hash_token(token)
-    with _cache_lock:
-        hit = _cache.get(digest)
-    if hit is not None and time.monotonic() - hit[0] < _CACHE_TTL_S and (hit[2] is None or hit[2] > time.time()):
-        return hit[1]
-    return None
 
 
 def me(ctx: ServiceContext, actor: Actor) -> UserPublic:
@@ -338,23 +168,6 @@ def me(ctx: ServiceContext, actor: Actor) -> UserPublic:
         user = s.get(User, actor.user_id)
         project = s.get(Project, user.default_project_id) if user.default_project_id else None
         return _public(user, project.name if project else None)
-
-
-def forget_cached_identities() -> None:
-    """Drop the token cache (tests, or after a role change)."""
-    with _cache_lock:
-        _cache.clear()
-
-
-def forget_user(user_id: int) -> None:
-    """Drop every cached identity of user ``user_id`` from this process's token cache, so that a change of
-    their roles, memberships or tokens applies from their next request (other processes within 5 s)."""
-    with _cache_lock:
-        for digest in [d for d, (_, cached, _) in _cache.items() if cached.user_id == user_id]:
-            del _cache[digest]
-
-
-# --- Self sign-up and administration of accounts (issue 3) ------------------------------------------------------
 
 
 def signup(ctx: ServiceContext, username: object, password: object, email: object = "",
@@ -371,11 +184,11 @@ def signup(ctx: ServiceContext, username: object, password: object, email: objec
         display_name, email; field named). Conflict: the username exists.
     """
     if not can_sign_up(ctx.settings.signup_enabled):
-        raise Forbidden("self sign-up is turned off on this Crater; ask an administrator for an account")
-    _check_account_fields(username, password, display_name, email)
+        raise Forbidden("account.signup_off")
+    name = _check_account_fields(username, password, display_name, email)
     project_id = ensure_default_project(ctx)
-    return _insert_user(ctx, None, username, password, "user", display_name, email, project_id, status="pending",
-                        action="user:signup")
+    return _insert_user(ctx, None, name, password, "user", display_name, email, project_id,  # type: ignore[arg-type]
+                        status="pending", action="user:signup")
 
 
 def _detail(user: User, project_name: str | None) -> UserDetail:
@@ -387,18 +200,24 @@ def _detail(user: User, project_name: str | None) -> UserDetail:
     )
 
 
+def _named(s, username: object, lock: bool = False) -> User:
+    """The user called ``username`` (by key). Raises :class:`NotFound` ``account.not_found``."""
+    user = user_by_name(s, username, lock) if isinstance(username, str) and is_text(username) else None
+    if user is None:
+        raise NotFound("account.not_found", "username", username=str(username)[:MAX_USERNAME_CHARS])
+    return user
+
+
 def get_user(ctx: ServiceContext, actor: Actor, username: str) -> UserDetail:
-    """One account with its limits and sign-in method (platform admins).
+    """One account with its limits and sign-in method (platform admins); ``username`` compared by key.
 
     Raises:
         Forbidden: not a platform admin. NotFound: no such user.
     """
     if not can_read_user(actor):
-        raise Forbidden("only platform admins may read accounts")
+        raise Forbidden("account.admins_only")
     with ctx.session(read_only=True) as s:
-        user = s.exec(select(User).where(User.username == username)).first()
-        if user is None:
-            raise NotFound(f"no user '{str(username)[:63]}'", "username")
+        user = _named(s, username)
         project = s.get(Project, user.default_project_id) if user.default_project_id else None
         return _detail(user, project.name if project else None)
 
@@ -408,36 +227,18 @@ def _limit(value: object, field: str, ceiling: int) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= ceiling:
-        raise InvalidInput(f"{field} must be a whole number from 0 to {ceiling}, or null to clear it", field)
+        raise InvalidInput("account.limit", field, field_name=field, max=ceiling)
     return value
 
 
-def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict) -> UserDetail:
-    """Change an account (platform admins): any of ``role`` (admin|user|guest), ``status``
-    (active|pending|disabled), ``max_sessions`` (0..1,000), ``max_accelerators_per_job`` (0..1,024) and
-    ``max_runtime`` (seconds or a duration such as ``"12h"``, 1 s..30 days); ``None`` clears a limit.
-
-    All changes apply together or not at all. An admin cannot change their own role or status, and the last
-    active platform admin cannot be demoted or disabled (the admins' rows are locked while counting, so two
-    admins demoting each other at once cannot both succeed). Disabling revokes every session and personal
-    token of the account and drops it from this process's identity cache (other processes: within 5 s).
-    Activating a self-signed-up account (``pending`` -> ``active``) makes it a ``member`` of its default project
-    (see :func:`signup`) unless it already is one. One operation-log row ``user:update`` lists the changes
-    (``field: before -> after``, a cleared limit written ``none``).
-
-    Raises:
-        Forbidden: not a platform admin, or one's own role/status (field named). NotFound: no such user.
-        InvalidInput: an unknown field, an empty change, or a value out of range (field named).
-        Conflict: the change would leave no active platform admin.
-    """
-    if not can_read_user(actor):
-        raise Forbidden("only platform admins may change accounts")
+def _changes(changes: object) -> dict[str, object]:
+    """The checked values of an :func:`update_user` body (field name -> new value; ``max_runtime`` seconds)."""
     if not isinstance(changes, dict) or not changes:
-        raise InvalidInput("send at least one of role, status, " + ", ".join(USER_LIMIT_FIELDS))
-    allowed = USER_UPDATE_FIELDS
-    unknown = sorted(str(k) for k in changes if k not in allowed)
+        raise InvalidInput("account.no_change", None, fields=list(USER_UPDATE_FIELDS))
+    unknown = sorted(str(k) for k in changes if k not in USER_UPDATE_FIELDS)
     if unknown:
-        raise InvalidInput(f"unknown field '{unknown[0]}'; allowed: {', '.join(sorted(allowed))}", unknown[0])
+        raise InvalidInput("account.unknown_field", unknown[0], field_name=unknown[0][:64],
+                           allowed=sorted(USER_UPDATE_FIELDS))
     values: dict[str, object] = {}
     if "role" in changes:
         values["role"] = _check_choice(changes["role"], PLATFORM_ROLES, "role")
@@ -450,40 +251,65 @@ def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict)
                                                     MAX_ACCELERATORS_LIMIT)
     if "max_runtime" in changes:
         values["max_runtime_s"] = parse_duration(changes["max_runtime"], "max_runtime")
+    return values
+
+
+def update_user(ctx: ServiceContext, actor: Actor, username: str, changes: dict) -> UserDetail:
+    """Change an account (platform admins): any of ``role`` (admin|user|guest), ``status``
+    (active|pending|disabled), ``max_sessions`` (0..1,000), ``max_accelerators_per_job`` (0..1,024) and
+    ``max_runtime`` (seconds or a duration such as ``"12h"``, 1 s..30 days); ``None`` clears a limit.
+
+    All changes apply together or not at all. An admin cannot change their own role or status, and the last
+    active platform admin cannot be demoted or disabled (the admins' rows are locked while counting, so two
+    admins demoting each other at once cannot both succeed). Disabling ends every console session and revokes
+    every login and personal token of the account at once, in every process (sessions are checked on every
+    request; tokens are cached for at most 5 s elsewhere). Activating a self-signed-up account (``pending`` ->
+    ``active``) makes it a ``member`` of its default project (see :func:`signup`) unless it already is one. One
+    operation-log row ``user:update`` lists the changes (``field: before -> after``, a cleared limit ``none``).
+
+    Raises:
+        Forbidden: not a platform admin, or one's own role/status (field named). NotFound: no such user.
+        InvalidInput: an unknown field, an empty change, or a value out of range (field named).
+        Conflict: the change would leave no active platform admin.
+    """
+    if not can_read_user(actor):
+        raise Forbidden("account.admins_only")
+    values = _changes(changes)
     with ctx.session() as s:
-        user = s.exec(select(User).where(User.username == username)).first()
-        if user is None:
-            raise NotFound(f"no user '{str(username)[:63]}'", "username")
+        user = _named(s, username)
         for name in ("role", "status"):
             if name in values and values[name] != getattr(user, name) and not can_change_user(actor, user.id, name):
-                raise Forbidden(f"you cannot change the {name} of your own account; ask another admin", name)
+                raise Forbidden("account.own_standing", name, field_name=name)
         stays_admin = values.get("role", user.role) == "admin" and values.get("status", user.status) == "active"
         if user.role == "admin" and user.status == "active" and not stays_admin:
             admins = s.exec(select(User.id).where(User.role == "admin", User.status == "active")  # type: ignore[call-overload]
                             .with_for_update()).all()
             if not [a for a in admins if a != user.id]:
-                raise Conflict(f"'{user.username}' is the last active platform admin; make another admin first",
-                               "role" if "role" in values and values["role"] != "admin" else "status")
+                raise Conflict("account.last_admin", "role" if "role" in values and values["role"] != "admin"
+                               else "status", username=user.username)
         before = {k: getattr(user, k) for k in values}
         for key, value in values.items():
             setattr(user, key, value)
         s.add(user)
-        changed = {k: v for k, v in values.items() if before[k] != v}
-        revoked = 0
+        changed = [f"{k}: {oplog.value(before[k])} -> {oplog.value(v)}" for k, v in values.items() if before[k] != v]
+        name = user.username
         if values.get("status") == "disabled" and before.get("status") != "disabled":
-            revoked = s.exec(update(ApiToken).where(  # type: ignore[call-overload]
+            ended = console_sessions.end_user_sessions(s, user.id)  # type: ignore[arg-type]
+            ended += s.exec(update(ApiToken).where(  # type: ignore[call-overload]
                 ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None)  # type: ignore[union-attr]
             ).values(revoked_at=utcnow())).rowcount
-        details = ", ".join(f"{k}: {oplog.value(before[k])} -> {oplog.value(v)}" for k, v in changed.items()) or "no change"
-        if before.get("status") == "pending" and values.get("status") == "active" and user.default_project_id:
-            if s.get(ProjectMember, (user.default_project_id, user.id)) is None:
-                s.add(ProjectMember(project_id=user.default_project_id, user_id=user.id, role="member"))
-                details += "; joined its default project as member"
-        if revoked:
-            details += f"; {revoked} token(s) revoked"
-        oplog.record(s, actor, "user:update", user.username, details=details)
+            oplog.record(s, actor, "user:update", name, code="account.disabled", args={"changes": changed,
+                                                                                       "ended": ended})
+        elif (before.get("status") == "pending" and values.get("status") == "active" and user.default_project_id
+              and s.get(ProjectMember, (user.default_project_id, user.id)) is None):
+            s.add(ProjectMember(project_id=user.default_project_id, user_id=user.id, role="member"))
+            oplog.record(s, actor, "user:update", name, code="account.activated", args={"changes": changed})
+        elif changed:
+            oplog.record(s, actor, "user:update", name, code="account.updated", args={"changes": changed})
+        else:
+            oplog.record(s, actor, "user:update", name, code="account.unchanged")
         project = s.get(Project, user.default_project_id) if user.default_project_id else None
         result = _detail(user, project.name if project else None)
-    forget_user(result.id)
+    identity.forget_user(ctx, result.id)
     admission.invalidate(ctx)  # limits and standing feed admission: re-decide held jobs
     return result

@@ -1,5 +1,6 @@
 """Reflex state for the console (thin: one service call per handler; plain values only)."""
 
+from crater_app.state.account import AccountState
 from crater_app.state.admin import AdminUsersState
 from crater_app.state.approvals import ApprovalsState
 from crater_app.state.auth import LoginState
@@ -15,7 +16,7 @@ from crater_app.state.tokens import TokensState
 from crater_app.state.usage import UsageState
 
 __all__ = [
-    "AppState", "AdminUsersState", "ApprovalsState", "NotificationsState", "JobDetailState", "JobsState",
+    "AccountState", "AppState", "AdminUsersState", "ApprovalsState", "NotificationsState", "JobDetailState", "JobsState",
     "LoginState", "NewJobState", "NodesState", "OperationLogState", "ProjectDetailState", "ProjectsState",
     "TokensState", "UsageState",
 ]

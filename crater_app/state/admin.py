@@ -1,11 +1,12 @@
-"""/admin/users: create and list accounts (platform admins; the service enforces it too)."""
+"""/admin/users: create and list accounts, change their role, status and limits, reset a password (platform
+admins; the services enforce it too)."""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from crater_app.domain.errors import CraterError, Forbidden, Unauthenticated
-from crater_app.services import users
+from crater_app.services import passwords, users
 from crater_app.state import views
 from crater_app.state.base import AppState
 from crater_app.state.field_errors import FieldErrors
@@ -48,6 +49,12 @@ class AdminUsersState(FieldErrors, AppState):
     edit_limits: dict[str, str] = {}
     edit_sign_in: str = ""
     edit_error: str = ""
+    # the password reset dialog of one account
+    reset_open: bool = False
+    reset_username: str = ""
+    reset_error: str = ""
+    reset_error_field: str = ""
+    reset_key: int = 0
 
     @rx.var
     def pending_notice(self) -> str:
@@ -177,3 +184,35 @@ class AdminUsersState(FieldErrors, AppState):
             return None
         self.edit_open = False
         return [AdminUsersState.load, rx.toast.success(self.msg("admin.edit.saved", username=self.edit_username))]
+
+    @rx.event
+    def open_reset(self, username: str) -> None:
+        """Open the password reset dialog for ``username`` (from the edit dialog, which closes)."""
+        self.edit_open = False
+        self.reset_username = username
+        self.reset_error = self.reset_error_field = ""
+        self.reset_key += 1  # re-mounts the form: empty fields
+        self.reset_open = True
+
+    @rx.event
+    def set_reset_open(self, value: bool) -> None:
+        """Close (or keep open) the password reset dialog."""
+        self.reset_open = value
+
+    @rx.event
+    async def reset_password(self, form: dict):
+        """Set the account's new password (typed twice); its sessions and login tokens end."""
+        self.reset_error = self.reset_error_field = ""
+        new = str(form.get("new_password", ""))
+        if new != str(form.get("new_password_again", "")):
+            self.reset_error, self.reset_error_field = self.msg("identity.password.mismatch"), "new_password_again"
+            return None
+        try:
+            ended = await self.call(passwords.reset_password, self.reset_username, new)
+        except Unauthenticated:
+            return self.signed_out()
+        except CraterError as exc:
+            self.reset_error, self.reset_error_field = exc.message_in(self.lang), exc.field or ""
+            return None
+        self.reset_open = False
+        return rx.toast.success(self.msg("identity.reset.done", username=self.reset_username, ended=ended))

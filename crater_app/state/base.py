@@ -1,14 +1,17 @@
-"""The console's root state: who is signed in (backend-only token), the language, and service calls.
+"""The console's root state: who is signed in, the language, and service calls.
 
-Identity lives only in the backend-only var ``_token`` (the login token; never sent to the browser).
-Every handler resolves it again with ``users.authenticate`` before it reads or changes anything:
-hiding a page or redirecting to /login protects nothing by itself.
+Identity is never kept in state. Every handler resolves the caller again from the console session cookie that
+this tab's websocket handshake carried (``self.router.headers.cookie``: read on the server, never sent to the
+browser), its ``Origin`` and ``Host``, through ``services.identity.resolve``, before it reads or changes anything:
+hiding a page or redirecting to /login protects nothing by itself. The cookie is ``HttpOnly`` and set by an HTTP
+response (``POST /api/v1/auth/session``), so every tab of the browser shares it and a restart keeps it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from typing import Any, Callable, TypeVar
 
 import reflex as rx
@@ -17,7 +20,7 @@ from crater_app import i18n
 from crater_app.bootstrap import get_context
 from crater_app.domain.errors import CraterError, Unauthenticated
 from crater_app.domain.policy import Actor
-from crater_app.services import users
+from crater_app.services import console_sessions, identity, oidc_login
 from crater_app.state.forms import FormError
 
 T = TypeVar("T")
@@ -26,20 +29,36 @@ T = TypeVar("T")
 POLL_INTERVAL_S = 2.0
 #: a live page stops refreshing after this long even when the tab stays open
 POLL_MAX_S = 6 * 3600.0
+#: the API path that sets (POST) and clears (DELETE) the console session cookie
+SESSION_PATH = "/api/v1/auth/session"
 
 
-def call_as(token: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[Actor, T]:
-    """Resolve ``token`` to an actor and run ``fn(ctx, actor, *args, **kwargs)`` (blocking; run in a thread).
+def call_as(credentials: identity.Credentials, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[Actor, T]:
+    """Resolve ``credentials`` (a tab's, see :meth:`AppState._credentials`) to an actor and run
+    ``fn(ctx, actor, *args, **kwargs)`` (blocking; run in a thread).
 
     Returns:
         The actor and what ``fn`` returned.
 
     Raises:
-        Unauthenticated: the token is missing, expired or revoked; any other :class:`CraterError` from ``fn``.
+        Unauthenticated: no session, or it ended, expired or idled out; Forbidden: the page was loaded from
+        another site; any other :class:`CraterError` from ``fn``.
     """
     ctx = get_context()
-    actor = users.authenticate(ctx, token)
+    actor = identity.resolve(ctx, credentials)
     return actor, fn(ctx, actor, *args, **kwargs)
+
+
+def api_base() -> str:
+    """Where the browser reaches the API: ``CRATER_API_URL`` when set, else the page's own origin (``""``)."""
+    return get_context().settings.api_url.rstrip("/")
+
+
+def leave_script(api: str, target: str) -> str:
+    """JavaScript that clears the session cookie (``DELETE`` on the session path, ending the session if it is
+    still open) and then loads ``target`` as a new page (so that the websocket reconnects without the cookie)."""
+    return (f"fetch({json.dumps(api + SESSION_PATH)}, {{method: 'DELETE', credentials: 'include'}})"
+            f".catch(() => null).finally(() => window.location.assign({json.dumps(target)}))")
 
 
 async def client_connected(client_token: str) -> bool:
@@ -70,9 +89,9 @@ async def turn_page(state: Any, step: int, fetch: Callable[[], Any]) -> Any:
 
 
 class AppState(rx.State):
-    """Signed-in user, language and translations; the parent of every page state."""
+    """Signed-in user (display only), language and translations; the parent of every page state."""
 
-    _token: str = ""
+    #: the page to come back to after signing in (this tab; /login also takes ``?next=``)
     _next: str = ""
     username: str = ""
     role: str = ""
@@ -98,9 +117,21 @@ class AppState(rx.State):
         """``key`` translated into the current language."""
         return i18n.translate(self.lang, key, **params)
 
+    def _credentials(self) -> identity.Credentials:
+        """This tab's credentials: the ``Cookie``, ``Origin`` and ``Host`` headers of its websocket handshake (a
+        WebSocket, so the origin is always checked). Plain data, safe to hand to a thread. (Private: Reflex would
+        make a public method an event the browser may send.)"""
+        headers = self.router.headers
+        return identity.Credentials(cookie=headers.cookie, origin=headers.origin, host=headers.host,
+                                    websocket=True)
+
+    def _session_secret(self) -> str | None:
+        """The console session cookie's value in this tab's handshake, or ``None`` (not signed in)."""
+        return self._credentials().session_secret(get_context().settings.session_cookie_name)
+
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one service call as the signed-in user, off the event loop (see :func:`call_as`)."""
-        actor, result = await asyncio.to_thread(call_as, self._token, fn, *args, **kwargs)
+        actor, result = await asyncio.to_thread(call_as, self._credentials(), fn, *args, **kwargs)
         self.remember(actor)
         return result
 
@@ -108,7 +139,7 @@ class AppState(rx.State):
         """One service call (see :meth:`call`) with the usual error handling of a page handler.
 
         Returns:
-            ``(result, None)`` on success; ``(None, redirect to /login)`` when the token is no longer valid;
+            ``(result, None)`` on success; ``(None, redirect to /login)`` when the session is no longer valid;
             ``(None, None)`` after any other :class:`CraterError`, whose message is shown in the page's ``error``
             var, in the console's language.
         """
@@ -145,35 +176,32 @@ class AppState(rx.State):
     submitted = functools.partialmethod(_submitted)
 
     def signed_out(self):
-        """Forget the identity and send the browser to /login (coming back here after signing in)."""
-        path = self.router.url.path or "/jobs"
+        """Forget what the top bar shows and send the browser to /login, which comes back here after signing in."""
+        url = self.router.url
         self.forget()
-        if path.startswith("/") and not path.startswith("//") and path != "/login":
-            self._next = path
+        if url.path != "/login":
+            self._next = oidc_login.safe_next(url.path + (f"?{url.query}" if url.query else ""))
         return rx.redirect("/login")
 
     def remember(self, actor: Actor) -> None:
-        """Show who is signed in (display only; every handler authenticates again)."""
+        """Show who is signed in (display only; every handler resolves the session again)."""
         if (self.username, self.role) != (actor.username, actor.role):
             self.username = actor.username
             self.role = actor.role
             self.is_admin = actor.is_admin
 
     def forget(self) -> None:
-        """Drop the identity (token and what the top bar shows)."""
-        self._token = ""
+        """Drop what the top bar shows about the user."""
         self.username = self.role = ""
         self.is_admin = False
 
     @rx.event
     async def sign_out(self):
-        """Revoke the login token and go to /login."""
-        token = self._token
-        if token:
-            try:
-                await asyncio.to_thread(users.logout, get_context(), token)
-            except CraterError:
-                pass
-        self._next = ""
+        """End this browser's console session (every tab of it), clear the cookie and go to /login."""
+        ctx = get_context()
+        try:
+            await asyncio.to_thread(console_sessions.end, ctx, self._session_secret())
+        except CraterError:
+            pass
         self.forget()
-        return rx.redirect("/login")
+        return rx.call_script(leave_script(api_base(), "/login"))

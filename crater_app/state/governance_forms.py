@@ -13,7 +13,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from urllib.parse import urlencode
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.naming import DNS1123_LABEL_MAX, check_dns1123_label
+from crater_app.domain.naming import DNS1123_LABEL_MAX, check_dns1123_label, check_username
 from crater_app.services import oplog, projects, tokens
 from crater_app.state.forms import FormError
 
@@ -77,12 +77,12 @@ def member_username(text: str) -> str:
     """The user name typed into the add-member form, stripped.
 
     Raises:
-        FormError: ``member.error.username`` (field ``username``) when it is not a DNS-1123 label (the rule for
-        user names).
+        FormError: ``member.error.username`` (field ``username``) when it is not a user name
+        (:func:`crater_app.domain.naming.check_username`).
     """
     name = text.strip()
     try:
-        return check_dns1123_label(name, "username")
+        return check_username(name, "username")
     except InvalidInput:
         raise FormError("member.error.username", "username") from None
 

@@ -62,7 +62,7 @@ async def refresh(state: Any, label: str, read: Callable[[], Read | None], show:
                 if gen != state._poll_gen or state.router.url.path.rstrip("/") != path:
                     reason = "page left"
                     break
-                token, request = state._token, read()
+                token, request = state._credentials(), read()
             if request is None:
                 reason = "nothing to read"
                 break

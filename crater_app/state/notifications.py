@@ -53,7 +53,7 @@ class NotificationsState(AppState):
     async def refresh(self):
         """The unread count and latest notifications (silently nothing when signed out: the page redirects);
         then keep them fresh in the background."""
-        if not self._token:
+        if self._session_secret() is None:
             return None
         try:
             found = await self.call(notifications.list_notifications, NOTIFY_LIST)
@@ -78,7 +78,7 @@ class NotificationsState(AppState):
             async with self:
                 if gen != self._watch_gen:
                     return
-                token = self._token
+                token = self._credentials() if self._session_secret() is not None else None
             if not token:
                 return
             try:

@@ -189,6 +189,8 @@ def user_menu() -> rx.Component:
                 padding_y="var(--space-2)",
             ),
             rx.menu.separator(),
+            rx.menu.item(rx.icon("circle_user_round", size=14), t("identity.account.title"),
+                         on_click=rx.redirect("/account"), id="menu-account"),
             rx.menu.item(rx.icon("key_round", size=14), t("nav.tokens"), on_click=rx.redirect("/tokens"),
                          id="menu-tokens"),
             # The sections that only wide screens show in the bar are reachable here on every width.

@@ -9,7 +9,7 @@ from sqlmodel import select
 from crater_app.db.models import ApiToken, OperationLog, User
 from crater_app.domain.errors import Conflict
 from crater_app.domain.policy import Actor
-from crater_app.services import tokens, users
+from crater_app.services import identity, sign_in, tokens, users
 from tests.api.conftest import assert_error
 from tests.conftest import USER_PASSWORD
 
@@ -57,12 +57,14 @@ def test_signup_pending_until_admin_activates(signup_on):
 
 @pytest.mark.parametrize("body,field", [
     ({"password": USER_PASSWORD}, "username"),
-    ({"username": "Bad_Name", "password": USER_PASSWORD}, "username"),
+    ({"username": "Bad Name", "password": USER_PASSWORD}, "username"),
+    ({"username": "-bad", "password": USER_PASSWORD}, "username"),
     ({"username": "ok-name", "password": "short"}, "password"),
     ({"username": "ok-name", "password": USER_PASSWORD, "email": "not-an-address"}, "email"),
     ({"username": "ok-name", "password": USER_PASSWORD, "display_name": "x" * 129}, "display_name"),
     ({"username": "ok-name", "password": USER_PASSWORD, "role": "admin"}, "role"),
     ({"username": "alice", "password": USER_PASSWORD}, "username"),
+    ({"username": "ALICE", "password": USER_PASSWORD}, "username"),  # the same name after case folding
 ])
 def test_signup_bad_input(signup_on, body, field):
     before = table_counts(signup_on.world.ctx)
@@ -88,7 +90,7 @@ def test_patch_limits_role_and_clear(api):
     body = r.json()
     assert (body["max_sessions"], body["max_accelerators_per_job"], body["max_runtime_s"], body["role"]) == \
         (2, 4, 43200, "guest")
-    assert users.authenticate(ctx, api.world.tokens["alice"]).role == "guest"  # the cache was dropped
+    assert identity.authenticate(ctx, api.world.tokens["alice"]).role == "guest"  # the cache was dropped
     r = api.client.patch("/api/v1/users/alice", headers=api.auth("admin"), json={"max_runtime": None,
                                                                                 "max_sessions": None})
     assert r.json()["max_runtime_s"] is None and r.json()["max_sessions"] is None
@@ -99,7 +101,7 @@ def test_patch_limits_role_and_clear(api):
 
 def test_disable_revokes_tokens(api):
     ctx = api.world.ctx
-    alice = users.authenticate(ctx, api.world.tokens["alice"])
+    alice = identity.authenticate(ctx, api.world.tokens["alice"])
     personal = tokens.create_token(ctx, alice, "cli").access_token
     assert api.client.get("/api/v1/me", headers={"Authorization": f"Bearer {personal}"}).status_code == 200
     r = api.client.patch("/api/v1/users/alice", headers=api.auth("admin"), json={"status": "disabled"})
@@ -127,7 +129,7 @@ def test_admin_cannot_demote_or_disable_self_nor_last_admin(api):
     assert api.client.patch("/api/v1/users/admin", headers=api.auth("admin"), json={"max_sessions": 3}).status_code == 200
     # a second admin cannot remove the last other one... but can when two stay
     users.update_user(ctx, api.world.admin, "bob", {"role": "admin"})
-    bob = users.login(ctx, "bob", USER_PASSWORD).access_token
+    bob = sign_in.login(ctx, "bob", USER_PASSWORD).access_token
     r = api.client.patch("/api/v1/users/admin", headers={"Authorization": f"Bearer {bob}"}, json={"role": "user"})
     assert r.status_code == 200
     before = table_counts(ctx)

@@ -9,7 +9,6 @@ from sqlmodel import select
 from crater_app.auth.tokens import hash_token
 from crater_app.db.models import ApiToken
 from crater_app.db.types import utcnow
-from crater_app.services import users
 from tests.api.conftest import assert_error
 from tests.conftest import ADMIN_PASSWORD, USER_PASSWORD
 from tests.helpers import counts
@@ -76,7 +75,7 @@ def test_expired_token(api):
         row = s.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token))).one()
         row.expires_at = utcnow() - timedelta(minutes=1)
         s.add(row)
-    users.forget_cached_identities()
+    ctx.identities.clear()
     for method, path in (("GET", "/api/v1/me"), ("GET", "/api/v1/jobs"), ("POST", "/api/v1/jobs"),
                          ("GET", "/api/v1/nodes")):
         r = api.client.request(method, path, headers=api.auth("bob"), json={"name": "x", "command": ["true"]})
@@ -111,9 +110,10 @@ def test_create_and_list_users_admin_only(api):
                                  json={"username": "mallory", "password": USER_PASSWORD}), 403, "forbidden")
     assert_error(api.client.post("/api/v1/users", headers=api.auth("gus"),
                                  json={"username": "mallory", "password": USER_PASSWORD, "role": "admin"}), 403)
-    assert_error(api.client.post("/api/v1/users", headers=api.auth("admin"),
-                                 json={"username": "eve", "password": USER_PASSWORD}), 409, "conflict", "username")
-    for body, field in (({"username": "Mallory", "password": USER_PASSWORD}, "username"),
+    for taken in ("eve", "EVE"):  # one name after NFKC case folding
+        assert_error(api.client.post("/api/v1/users", headers=api.auth("admin"),
+                                     json={"username": taken, "password": USER_PASSWORD}), 409, "conflict", "username")
+    for body, field in (({"username": "Mallory bob", "password": USER_PASSWORD}, "username"),
                         ({"username": "<script>x</script>", "password": USER_PASSWORD}, "username"),
                         ({"username": "mallory", "password": "short"}, "password"),
                         ({"username": "mallory"}, "password"),

@@ -1,6 +1,6 @@
 """Authorization matrix: every ``/api/v1`` route x every kind of caller, with the expected status class.
 
-Callers (built through the services): ``anonymous`` (no token), ``guest`` (platform guest, no role in ``proj``),
+Callers (built through the services): ``anonymous`` (no token, no cookie), ``guest`` (platform guest, no role in ``proj``),
 ``viewer`` (viewer of ``proj``), ``other`` (member of project ``other`` only), ``member`` (member of ``proj``,
 owns the target job and token), ``padmin`` (admin of ``proj``), ``admin`` (platform admin).
 
@@ -29,8 +29,9 @@ from sqlmodel import select
 
 from crater_app.api.app import API_PREFIX, build_api
 from crater_app.db.models import OperationLog
-from crater_app.services import approvals, jobs, projects, tokens, users
+from crater_app.services import approvals, console_sessions, identity, jobs, projects, sign_in, tokens, users
 from tests.conftest import USER_PASSWORD
+from tests.sessions import session_secret
 from tests.oidc_provider import oidc_settings, provider  # noqa: F401 - fixture
 
 ACTORS = ("anonymous", "guest", "viewer", "other", "member", "padmin", "admin")
@@ -53,7 +54,7 @@ class Matrix:
         return self.api.world.ctx
 
     def actor(self, login: str):
-        return users.authenticate(self.ctx, self.api.world.tokens[login])
+        return identity.authenticate(self.ctx, self.api.world.tokens[login])
 
     def fresh_name(self, prefix: str) -> str:
         return f"{prefix}-{next(self.counter)}"
@@ -79,6 +80,25 @@ class Matrix:
         """A pending reclaim-lock request by alice (member of ``proj``) for a fresh job of hers."""
         return approvals.create_request(self.ctx, self.actor("alice"), "reclaim_lock", "a long run",
                                         job_id=self.fresh_job()).id
+
+    def fresh_login(self, who: str) -> dict[str, str]:
+        """The ``Authorization`` header of a new account of ``who``'s platform role (none for ``anonymous``): for the
+        cells whose request ends the caller's sign-ins (a password change, sign out everywhere)."""
+        if LOGIN[who] is None:
+            return {}
+        name = self.fresh_name("self")
+        role = {"guest": "guest", "admin": "admin"}.get(who, "user")
+        users.create_user(self.ctx, self.api.world.admin, name, USER_PASSWORD, role)
+        return {"Authorization": f"Bearer {sign_in.login(self.ctx, name, USER_PASSWORD).access_token}"}
+
+    def fresh_session(self) -> int:
+        """The id of a new console session of alice (the ``member``)."""
+        secret = session_secret(self.ctx, "alice")
+        return next(x.id for x in console_sessions.list_sessions(self.ctx, self.actor("alice"), secret) if x.current)
+
+    def fresh_code(self) -> str:
+        """A one-time sign-in code of alice."""
+        return sign_in.password_sign_in_code(self.ctx, "alice", USER_PASSWORD)
 
     def oidc_callback(self) -> tuple[str, None, dict]:
         """A provider's genuine answer to a sign-in started now: the callback path and the browser's cookie."""
@@ -175,7 +195,26 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("GET", f"{P}/users/{{username}}"): (fixed(f"{P}/users/alice"), (401, 403, 403, 403, 403, 403, OK)),
     ("PATCH", f"{P}/users/{{username}}"): (lambda m, who: (f"{P}/users/{m.fresh_user()}", {"max_sessions": 2}),
                                            (401, 403, 403, 403, 403, 403, OK)),
+    # Console sessions: the cookie's round trips are open to every browser of this site (the code or the cookie
+    # decides, never the token); a session is its owner's; a password is one's own, or reset by a platform admin.
+    ("POST", f"{P}/auth/session"): (lambda m, who: (f"{P}/auth/session", {"code": m.fresh_code()}, SAME_SITE),
+                                    (OK, OK, OK, OK, OK, OK, OK)),
+    ("DELETE", f"{P}/auth/session"): (lambda m, who: (f"{P}/auth/session", None, SAME_SITE),
+                                      (OK, OK, OK, OK, OK, OK, OK)),
+    ("GET", f"{P}/auth/sessions"): (fixed(f"{P}/auth/sessions"), (401, OK, OK, OK, OK, OK, OK)),
+    ("DELETE", f"{P}/auth/sessions"): (lambda m, who: (f"{P}/auth/sessions", None, m.fresh_login(who)),
+                                       (401, OK, OK, OK, OK, OK, OK)),
+    ("DELETE", f"{P}/auth/sessions/{{session_id}}"): (
+        lambda m, who: (f"{P}/auth/sessions/{m.fresh_session()}", None), (401, 404, 404, 404, OK, 404, 404)),
+    ("POST", f"{P}/me/password"): (
+        lambda m, who: (f"{P}/me/password", {"current_password": USER_PASSWORD, "new_password": "changed-password-1"},
+                        m.fresh_login(who)), (401, OK, OK, OK, OK, OK, OK)),
+    ("PUT", f"{P}/users/{{username}}/password"): (
+        lambda m, who: (f"{P}/users/{m.fresh_user()}/password", {"new_password": "changed-password-1"}),
+        (401, 403, 403, 403, 403, 403, OK)),
 }
+#: the Origin of a browser on the test client's own site (cookie writes must come from it)
+SAME_SITE = {"Origin": "http://testserver"}
 
 
 def api_routes() -> set[tuple[str, str]]:
@@ -208,7 +247,7 @@ def matrix(api, provider) -> Matrix:  # noqa: F811
     ctx.settings = oidc_settings(ctx.settings, provider, signup_enabled=True)
     for name in ("pat", "vera"):
         users.create_user(ctx, admin, name, USER_PASSWORD)
-        api.world.tokens[name] = users.login(ctx, name, USER_PASSWORD).access_token
+        api.world.tokens[name] = sign_in.login(ctx, name, USER_PASSWORD).access_token
     projects.create_project(ctx, admin, "proj", "Project under test")
     projects.create_project(ctx, admin, "other", "Someone else's project")
     for project, username, role in (("proj", "alice", "member"), ("proj", "pat", "admin"), ("proj", "vera", "viewer"),
@@ -235,6 +274,7 @@ def test_authorization_matrix(matrix):
             headers = {"Authorization": f"Bearer {matrix.api.world.tokens[login]}"} if login else {}
             headers.update(extra[0] if extra else {})
             before = _oplog_rows(matrix.ctx)
+            client.cookies.clear()  # a cookie an earlier answer set (a sign-in) would make 'anonymous' someone
             r = client.request(method, path, headers=headers, json=body, follow_redirects=False)
             got_class = OK if 200 <= r.status_code < 400 else r.status_code
             if got_class != want:

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from crater_app.api.app import build_api
-from crater_app.services import projects, users
+from crater_app.services import projects
 from tests.api.conftest import assert_error
 from tests.helpers import counts
 from tests.oidc_provider import oidc_settings, provider  # noqa: F401 - fixture
@@ -38,8 +38,9 @@ def walk(client: httpx.Client, path: str, tamper=None, accept: str = "applicatio
         if r.status_code != 302:
             return r
         location = r.headers["location"]
-        if location.startswith("/login") or "/login?" in location:
-            return r
+        parts = urlsplit(location)
+        if parts.netloc in ("", "testserver") and not parts.path.startswith("/api/"):
+            return r  # a console page: the sign-in ended (a session cookie set, or /login?sso_error=...)
         if "/auth/oidc/callback" in location and tamper is not None:
             location = tamper(location)
         r = client.get(location, headers={"Accept": accept})
@@ -58,21 +59,24 @@ def test_login_redirects_to_provider_with_pkce_and_cookie(browser, provider):  #
     assert "samesite=lax" in cookie.lower()
 
 
-def test_full_sign_in_creates_user_and_hands_over_one_time_code(browser, provider, world):  # noqa: F811
-    r = walk(browser, "/api/v1/auth/oidc/login?next=/jobs")
+def test_full_sign_in_sets_the_console_session_cookie(browser, provider, world):  # noqa: F811
+    r = walk(browser, "/api/v1/auth/oidc/login?next=/jobs/7")
     assert r.status_code == 302, r.text
-    target = urlsplit(r.headers["location"])
-    assert target.path == "/login"
-    q = parse_qs(target.query)
-    assert q["next"] == ["/jobs"]
-    token = users.redeem_login_code(world.ctx, q["sso"][0]).access_token
-    me = browser.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"})
-    assert me.status_code == 200 and me.json()["username"] == "zhang-san"
-    assert 'crater_oidc=""' in r.headers["set-cookie"] or "Max-Age=0" in r.headers["set-cookie"]
+    assert urlsplit(r.headers["location"]).path == "/jobs/7"
+    cookies = r.headers.get_list("set-cookie")
+    session = next(c for c in cookies if c.startswith("crater_session="))
+    assert "HttpOnly" in session and "samesite=lax" in session.lower() and "Path=/" in session
+    assert "Max-Age=604800" in session and "Secure" not in session  # plain http here
+    assert any(c.startswith('crater_oidc=""') or "Max-Age=0" in c for c in cookies if c.startswith("crater_oidc"))
+    # the browser is signed in: its cookie alone reads the API
+    me = browser.get("/api/v1/me")
+    assert me.status_code == 200 and me.json()["username"] == "Zhang.San"
     # the provider's token endpoint saw the PKCE verifier
     assert provider.token_requests[-1]["code_verifier"]
-    # the code itself is no bearer token
-    bad = browser.get("/api/v1/me", headers={"Authorization": f"Bearer {q['sso'][0]}"})
+    # the cookie's value is no bearer token
+    secret = session.split(";")[0].split("=", 1)[1]
+    browser.cookies.clear()
+    bad = browser.get("/api/v1/me", headers={"Authorization": f"Bearer {secret}"})
     assert_error(bad, 401, "unauthenticated")
 
 

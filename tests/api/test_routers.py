@@ -43,5 +43,7 @@ def test_the_creating_posts_honour_idempotency_keys():
     idempotent = {r.path for r in app.router.routes if isinstance(r, IdempotentRoute) and "POST" in r.methods}
     plain_posts = {r.path for r in app.router.routes if isinstance(r, APIRoute) and "POST" in r.methods} - idempotent
     assert {f"{API_PREFIX}/{p}" for p in ("jobs", "projects", "tokens", "users", "approvals", "billing/grants")} <= idempotent
-    # signing in and up have no caller to own a key; marking notifications read is idempotent by itself
-    assert plain_posts == {f"{API_PREFIX}/auth/token", f"{API_PREFIX}/auth/signup", f"{API_PREFIX}/notifications/read"}
+    # signing in and up and opening a console session have no caller to own a key; marking notifications read is
+    # idempotent by itself, and a password change creates nothing to retry into a duplicate
+    assert plain_posts == {f"{API_PREFIX}/{p}" for p in ("auth/token", "auth/signup", "auth/session",
+                                                          "notifications/read", "me/password")}

@@ -56,12 +56,19 @@ STARTUP_TIMEOUT_S = float(os.environ.get("CRATER_E2E_STARTUP_TIMEOUT", "300"))
 
 @dataclass
 class Console:
-    """A running Crater server: ``url`` (no trailing slash), its data dir and log file."""
+    """A running Crater server: ``url`` (no trailing slash), its data dir and log file, and the environment it runs
+    with (``env``); :meth:`restart` stops it and starts it again on the same port and data dir."""
 
     url: str
     data_dir: Path
     log_path: Path
     startup_s: float
+    server: "ConsoleServer | None" = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The server's environment (as it was last started)."""
+        return dict(self.server.current_env if self.server is not None else {})
 
     def log_tail(self, chars: int = 6000) -> str:
         """The end of the server log (for failure messages)."""
@@ -69,6 +76,13 @@ class Console:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
             return ""
+
+    def restart(self, **changes: str | None) -> None:
+        """Stop the server (its job processes keep running, as in a real restart) and start it again on the same port
+        and data dir; ``changes`` set (or, with ``None``, remove) environment variables from then on, e.g.
+        ``REFLEX_REDIS_URL=None`` for in-memory console state in one worker, as ``make run`` serves."""
+        assert self.server is not None, "a console started by ConsoleServer"
+        self.startup_s = self.server.restart(changes)
 
 
 def _free_port() -> int:
@@ -124,7 +138,8 @@ class ConsoleServer:
     """One Crater console for the run: :meth:`start` locks the build folder (see the module docstring), runs
     ``crater init`` and starts ``reflex run --env prod`` in a background thread; :meth:`wait` returns the
     :class:`Console` once ``/healthz`` answers (``pytest.fail`` with the log's end when it exits or takes more than
-    ``CRATER_E2E_STARTUP_TIMEOUT`` s); :meth:`stop` ends its process group and the jobs it started."""
+    ``CRATER_E2E_STARTUP_TIMEOUT`` s); :meth:`restart` stops and starts the server process alone; :meth:`stop` ends
+    its process group and the jobs it started."""
 
     def __init__(self, redis_url: str, data_dir: Path, remove_data_dir: bool = False) -> None:
         self.redis_url, self.data_dir, self.remove_data_dir = redis_url, data_dir, remove_data_dir
@@ -138,6 +153,7 @@ class ConsoleServer:
         self._lock = None
         self._thread: threading.Thread | None = None
         self._console: Console | None = None
+        self.current_env: dict[str, str] = {}
 
     def env(self) -> dict[str, str]:
         """The server's environment: this checkout's code, the test Redis, a data dir and virtual GPUs of its own."""
@@ -177,36 +193,88 @@ class ConsoleServer:
 
     def _launch(self) -> None:
         try:
-            env = self.env()
+            env = self.current_env = self.env()
             init = subprocess.run([_tool("crater"), "init"], cwd=self.build_dir, env=env, capture_output=True,
                                   text=True, timeout=120)
             if init.returncode != 0:
                 self.failure = f"crater init failed ({init.returncode}):\n{init.stdout}\n{init.stderr}"
                 return
-            with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(
-                    [_tool("reflex"), "run", "--env", "prod", "--loglevel", "info"], cwd=self.build_dir, env=env,
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                )
+            self.log_path.write_bytes(b"")
+            self._run(env)
         except BaseException as exc:  # noqa: BLE001 - reported by wait()
             self.failure = f"starting the console failed: {type(exc).__name__}: {exc}"
+
+    def _run(self, env: dict[str, str]) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [_tool("reflex"), "run", "--env", "prod", "--loglevel", "info"], cwd=self.build_dir, env=env,
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+
+    def _wait_healthy(self, since: float) -> float:
+        """Wait for ``/healthz``; the seconds since ``since``."""
+        assert self.proc is not None
+        while not _healthy(self.url):
+            if self.proc.poll() is not None:
+                pytest.fail(f"reflex run exited with {self.proc.returncode}; log:\n{self._tail()}", pytrace=False)
+            if time.monotonic() - since > STARTUP_TIMEOUT_S:
+                pytest.fail(f"no /healthz answer within {STARTUP_TIMEOUT_S:.0f} s; log:\n{self._tail()}",
+                            pytrace=False)
+            time.sleep(0.1)
+        return time.monotonic() - since
+
+    def _tail(self, chars: int = 6000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def _stop_process(self) -> None:
+        """End the server's process group (SIGKILL on the parent alone would orphan a granian worker on the port)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
+        self.proc = None
+
+    def restart(self, changes: dict[str, str | None]) -> float:
+        """Stop the server process and start it again (same port and data dir) with ``changes`` applied to its
+        environment; the seconds until ``/healthz`` answered again."""
+        env = dict(self.current_env)
+        for name, value in changes.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        self._stop_process()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the port is free once the old worker has exited
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) != 0:
+                    break
+            time.sleep(0.1)
+        self.current_env = env
+        started = time.monotonic()
+        self._run(env)
+        return self._wait_healthy(started)
 
     def wait(self) -> Console:
         if self._console is not None:
             return self._console
         assert self._thread is not None, "start() first"
         self._thread.join(180)
-        server = Console(url=self.url, data_dir=self.data_dir, log_path=self.log_path, startup_s=0.0)
+        server = Console(url=self.url, data_dir=self.data_dir, log_path=self.log_path, startup_s=0.0, server=self)
         if self.failure or self.proc is None:
             pytest.fail(self.failure or "crater init did not finish within 180 s", pytrace=False)
-        while not _healthy(self.url):
-            if self.proc.poll() is not None:
-                pytest.fail(f"reflex run exited with {self.proc.returncode}; log:\n{server.log_tail()}", pytrace=False)
-            if time.monotonic() - self.started > STARTUP_TIMEOUT_S:
-                pytest.fail(f"no /healthz answer within {STARTUP_TIMEOUT_S:.0f} s; log:\n{server.log_tail()}",
-                            pytrace=False)
-            time.sleep(0.1)
-        server.startup_s = time.monotonic() - self.started
+        server.startup_s = self._wait_healthy(self.started)
         print(f"\ncrater console up at {self.url} {server.startup_s:.1f} s after its start "
               f"(build folder {self.build_dir})")
         self._console = server
@@ -215,19 +283,7 @@ class ConsoleServer:
     def stop(self) -> None:
         if self._thread is not None:
             self._thread.join(180)
-        if self.proc is not None:
-            # The whole process group: SIGKILL on the parent alone would orphan a granian worker on the port.
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(10)
-            self.proc = None
+        self._stop_process()
         _kill_jobs(self.data_dir)
         if self.remove_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -13,7 +13,7 @@ import crater_app.db.models  # noqa: F401 - registers the tables on SQLModel.met
 from crater_app.db.engine import make_engine
 from crater_app.db.migrate import alembic_config
 from crater_app.db.models import Project, User
-from crater_app.services import projects, users
+from crater_app.services import identity, projects, users
 from tests.conftest import PINNED_AT, USER_PASSWORD
 from tests.databases import seed_record
 
@@ -67,7 +67,7 @@ def test_is_not_in_the_next_test(db_url, database):
 def test_world_rows_come_with_the_database(request, world, database):
     assert seed_record(request, "world") is not None, "the database was copied from the world seed's template"
     ctx = world.ctx
-    assert users.authenticate(ctx, world.tokens["alice"]).user_id == world.alice.user_id
+    assert identity.authenticate(ctx, world.tokens["alice"]).user_id == world.alice.user_id
     assert {u.username for u in users.list_users(ctx, world.admin)} == {"admin", "alice", "bob", "gus"}
     projects.create_project(ctx, world.admin, PROBE)
     users.create_user(ctx, world.admin, "zoe", USER_PASSWORD)

@@ -39,10 +39,10 @@ def lab(make_ctx):
 
 
 def _actor(world, name):
-    from crater_app.services import users
+    from crater_app.services import identity
 
-    users.forget_cached_identities()
-    return users.authenticate(world.ctx, world.tokens[name])
+    world.ctx.identities.clear()
+    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def _job(name, gpus, command=None, **fields):

@@ -18,7 +18,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from crater_app.db.models import Job
-from crater_app.services import jobs, projects, quotas, users
+from crater_app.services import identity, jobs, projects, quotas
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
@@ -61,8 +61,8 @@ def test_concurrent_submissions_from_replicas_never_over_admit(make_ctx, tmp_pat
         projects.set_member(first, world.admin, "race", name, "member")
     quotas.set_quota(first, world.admin, "race", {"capability": {GPU: CAPABILITY}})
     replicas = [first] + [make_ctx(backend=fake, data_dir=tmp_path / f"r{i}") for i in range(1, REPLICAS)]
-    users.forget_cached_identities()
-    actors = [users.authenticate(first, world.tokens[n]) for n in names] + [world.admin]
+    first.identities.clear()
+    actors = [identity.authenticate(first, world.tokens[n]) for n in names] + [world.admin]
 
     loops = [LeaderLoop(ctx) for ctx in replicas[:2]]  # two replicas compete for the lease; one leads
     runners = [threading.Thread(target=loop.run, daemon=True) for loop in loops]

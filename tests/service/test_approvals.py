@@ -13,7 +13,7 @@ from sqlmodel import select
 from crater_app.db.models import Approval, Job, Notification, OperationLog, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from crater_app.services import approvals, jobs, notifications, projects, quotas, users
+from crater_app.services import approvals, identity, jobs, notifications, projects, quotas, sign_in, users
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import USER_PASSWORD
 from tests.helpers import counts, drive_until, events, job_row, spec
@@ -37,13 +37,13 @@ def gov(world) -> Gov:
     ctx, admin = world.ctx, world.admin
     for name in ("pat", "vera"):
         users.create_user(ctx, admin, name, USER_PASSWORD)
-        world.tokens[name] = users.login(ctx, name, USER_PASSWORD).access_token
+        world.tokens[name] = sign_in.login(ctx, name, USER_PASSWORD).access_token
     projects.create_project(ctx, admin, "proj")
     projects.create_project(ctx, admin, "other")
     for project, name, role in (("proj", "alice", "member"), ("proj", "pat", "admin"), ("proj", "vera", "viewer"),
                                 ("other", "bob", "member")):
         projects.set_member(ctx, admin, project, name, role)
-    who = {name: users.authenticate(ctx, world.tokens[name]) for name in ("alice", "pat", "vera", "bob")}
+    who = {name: identity.authenticate(ctx, world.tokens[name]) for name in ("alice", "pat", "vera", "bob")}
     return Gov(ctx, admin, who["alice"], who["pat"], who["vera"], who["bob"], world.guest)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from crater_app.services import admission, jobs, projects, quotas
+from crater_app.services import admission, identity, jobs, projects, quotas
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
@@ -19,8 +19,8 @@ GPU = "nvidia.com/gpu"
 def _actor(world, name):
     from crater_app.services import users
 
-    users.forget_cached_identities()
-    return users.authenticate(world.ctx, world.tokens[name])
+    world.ctx.identities.clear()
+    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 @pytest.mark.local_backend

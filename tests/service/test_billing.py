@@ -13,7 +13,7 @@ from sqlmodel import select
 from crater_app.db.models import Job, OperationLog, PointLedger, Project, User
 from crater_app.domain.errors import Forbidden, InvalidInput, NotFound, PaymentRequired
 from crater_app.domain.policy import Actor
-from crater_app.services import billing, jobs, oplog, projects, users
+from crater_app.services import billing, identity, jobs, oplog, projects, sign_in, users
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import USER_PASSWORD, World
 from tests.helpers import counts, ran_job
@@ -49,8 +49,8 @@ def shop(world) -> Shop:
     projects.set_member(ctx, admin, "vision", "pat", "admin")
     with ctx.session() as s:
         vision = s.exec(select(Project).where(Project.name == "vision")).one().id
-    alice = users.authenticate(ctx, users.login(ctx, "alice", USER_PASSWORD).access_token)
-    pat = users.authenticate(ctx, users.login(ctx, "pat", USER_PASSWORD).access_token)
+    alice = identity.authenticate(ctx, sign_in.login(ctx, "alice", USER_PASSWORD).access_token)
+    pat = identity.authenticate(ctx, sign_in.login(ctx, "pat", USER_PASSWORD).access_token)
     # one GPU: 10 points/h generic, 20 points/h for an A100; CPU and memory are free
     billing.set_prices(ctx, admin, [{"resource": "nvidia.com/gpu", "points_per_hour": 10},
                                     {"resource": "nvidia.com/gpu", "model": A100, "points_per_hour": 20}])

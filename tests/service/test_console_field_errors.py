@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import reflex as rx
-from reflex.istate.data import ReflexURL, RouterData
 
 from crater_app.services import billing, projects
 from crater_app.state import base as base_state
@@ -18,6 +17,7 @@ from crater_app.state.oplog import OperationLogState
 from crater_app.state.projects import ProjectDetailState, ProjectsState
 from crater_app.state.usage import UsageState, price_cell
 from tests.helpers import run_handler
+from tests.sessions import session_secret, tab_router
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -35,10 +35,10 @@ def console(world, monkeypatch):
 
 
 def page(cls, who: str, world, url: str, lang: str = "en"):
+    """A page state of a tab at ``url`` signed in as ``who`` (the session cookie its websocket sent)."""
     root = rx.State(_reflex_internal_init=True)
     sub = root.get_substate(cls.get_full_name().split(".")[1:])
-    sub.router = RouterData(url=ReflexURL(url))
-    sub._token = world.tokens[who]
+    sub.router = tab_router(world.ctx, url, session_secret(world.ctx, who))
     sub.lang = lang
     return sub
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from crater_app.domain.errors import Forbidden, InvalidInput, NotFound
-from crater_app.services import console, oplog, projects, users
+from crater_app.services import console, identity, oplog, projects
 
 
 def _fresh(world, name: str):
     """``name``'s actor as read again (project roles change when members are set)."""
-    return users.authenticate(world.ctx, world.tokens[name])
+    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def test_project_view_says_who_may_manage_members(world):

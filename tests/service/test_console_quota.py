@@ -8,7 +8,6 @@ import re
 
 import pytest
 import reflex as rx
-from reflex.istate.data import ReflexURL, RouterData
 from sqlmodel import select
 
 from crater_app.db.models import OperationLog
@@ -17,6 +16,7 @@ from crater_app.state import base as base_state
 from crater_app.state.job_new import NewJobState
 from crater_app.state.projects import ProjectDetailState
 from tests.helpers import run_handler
+from tests.sessions import signed_in_router
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -37,8 +37,7 @@ def console(world, monkeypatch):
 def page(cls, who: str, world, url: str = URL):
     root = rx.State(_reflex_internal_init=True)
     sub = root.get_substate(cls.get_full_name().split(".")[1:])
-    sub.router = RouterData(url=ReflexURL(url))
-    sub._token = world.tokens[who]
+    sub.router = signed_in_router(world.ctx, url, who)
     return sub
 
 

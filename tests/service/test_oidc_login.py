@@ -12,8 +12,9 @@ from sqlmodel import select
 
 from crater_app.auth.oidc import OidcError
 from crater_app.db.models import ApiToken, OperationLog, Project, ProjectMember, User
-from crater_app.domain.naming import to_dns1123_label
-from crater_app.services import oidc_login, projects, users
+from crater_app.domain.errors import Unauthenticated
+from crater_app.services import console_sessions, identity, oidc_login, projects, users
+from tests.sessions import tab_credentials
 from tests.oidc_provider import oidc_settings, provider  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -73,28 +74,31 @@ def test_first_login_creates_active_user_with_mapped_projects(sso, provider):  #
     assert query["code_challenge_method"] == ["S256"] and query["response_type"] == ["code"]
     assert query["nonce"][0] and query["state"][0] and query["client_id"] == ["crater"]
     done = oidc_login.complete(ctx, sealed, authorize(url))
-    assert done.username == "zhang-san" and done.next_path == "/jobs?phase=Running"
+    assert done.username == "Zhang.San" and done.next_path == "/jobs?phase=Running"  # the claim, kept as it is
     with ctx.session(read_only=True) as s:
-        user = s.exec(select(User).where(User.username == "zhang-san")).one()
+        user = s.exec(select(User).where(User.username == "Zhang.San")).one()
         assert (user.status, user.role, user.email, user.display_name) == ("active", "user", "zhang.san@example.org",
                                                                             "Zhang San")
         assert (user.oidc_issuer, user.oidc_subject, user.password_hash) == (provider.issuer, "u-1001", None)
-    token = users.redeem_login_code(ctx, done.code)
-    actor = users.authenticate(ctx, token.access_token)
+    secret, username, _ = console_sessions.start_from_code(ctx, done.code, method="oidc")
+    actor = identity.resolve(ctx, tab_credentials(ctx, secret))
     roles = {project_id(ctx, "ml"): "member", project_id(ctx, "vision"): "viewer"}
-    assert {p: r for p, r in actor.project_roles.items() if p in roles} == roles
+    assert username == "Zhang.San" and {p: r for p, r in actor.project_roles.items() if p in roles} == roles
     log = last_log(ctx)
-    assert log.action == "auth:login"
+    assert (log.action, log.code, log.args["method"]) == ("auth:login", "auth.console_login", "oidc")
     with ctx.session(read_only=True) as s:
         oidc_row = s.exec(select(OperationLog).where(OperationLog.action == "auth:oidc")).one()
-    assert oidc_row.result == "ok" and "new account" in oidc_row.details and "no-such-project" in oidc_row.details
-    assert (oidc_row.actor, oidc_row.actor_role) == ("zhang-san", "user")
+    assert oidc_row.result == "ok" and oidc_row.code == "auth.oidc_signed_in_new"
+    assert sorted(oidc_row.args["groups"]) == ["ml: none -> member", "no-such-project: ? (ghost)",
+                                               "vision: none -> viewer"]
+    assert "no-such-project" in oidc_row.details
+    assert (oidc_row.actor, oidc_row.actor_role) == ("Zhang.San", "user")
     # the one-time code is single use and never a bearer token
-    with pytest.raises(Exception) as exc:
-        users.redeem_login_code(ctx, done.code)
-    assert "already used" in str(exc.value)
-    with pytest.raises(Exception):
-        users.authenticate(ctx, done.code)
+    with pytest.raises(Unauthenticated) as exc:
+        console_sessions.start_from_code(ctx, done.code)
+    assert exc.value.code == "auth.code_used" and "already used" in exc.value.message
+    with pytest.raises(Unauthenticated):
+        identity.authenticate(ctx, done.code)
 
 
 def test_later_login_same_account_groups_follow_the_provider(sso, provider):  # noqa: F811
@@ -133,12 +137,29 @@ def test_claims_no_column_can_store_are_dropped(sso, provider):  # noqa: F811
 
 def test_username_collision_gets_a_suffix_and_never_links_local_account(sso, provider):  # noqa: F811
     ctx = sso.ctx
-    provider.user.preferred_username = "alice"  # a local account's name
+    provider.user.preferred_username = "Alice"  # a local account's name, by key
     url, sealed = oidc_login.start(ctx)
     done = oidc_login.complete(ctx, sealed, authorize(url))
-    assert done.username == "alice-2"
-    assert to_dns1123_label("..Ünïcode__Name@x") == "n-code-name" or to_dns1123_label("") == "user"
-    assert to_dns1123_label("***") == "user"
+    assert done.username == "Alice-2"
+    with ctx.session(read_only=True) as s:
+        local = s.exec(select(User).where(User.username == "alice")).one()
+    assert local.oidc_subject is None, "never linked"
+
+
+@pytest.mark.parametrize(("claim", "email", "username"), [
+    ("\u5f20\u4e09", "z@example.org", "\u5f20\u4e09"),  # 张三: a name people have, kept
+    ("zhang.san@corp.example", "x@example.org", "zhang.san@corp.example"),
+    ("Zhang San", "x@example.org", "Zhang-San"),  # not a name: derived
+    ("", "zhang.san@example.org", "zhang.san@example.org"),  # no user name claim: the e-mail
+    ("***", "", "user"),
+    ("system", "", "user"),
+])
+def test_user_name_from_the_claims(sso, provider, claim, email, username):  # noqa: F811
+    ctx = sso.ctx
+    provider.user.preferred_username = claim
+    provider.user.email = email
+    url, sealed = oidc_login.start(ctx)
+    assert oidc_login.complete(ctx, sealed, authorize(url)).username == username
 
 
 @pytest.mark.parametrize("case", ["wrong_state", "no_cookie", "tampered_cookie", "idp_error", "replayed_code",
@@ -208,7 +229,7 @@ def test_provider_key_rotation_refetches_jwks(sso, provider, monkeypatch):  # no
     assert exc.value.reason == "id_token" and "InvalidKeyIdError" in exc.value.message
     monkeypatch.setattr(oidc, "JWKS_MIN_REFETCH_S", 0.0)  # ...and later the rotated key is fetched and accepted
     url, sealed = oidc_login.start(ctx)
-    assert oidc_login.complete(ctx, sealed, authorize(url)).username == "zhang-san"
+    assert oidc_login.complete(ctx, sealed, authorize(url)).username == "Zhang.San"
 
 
 def test_claims_from_userinfo_when_not_in_id_token(sso, provider):  # noqa: F811
@@ -216,9 +237,9 @@ def test_claims_from_userinfo_when_not_in_id_token(sso, provider):  # noqa: F811
     provider.claims_in_id_token = False
     url, sealed = oidc_login.start(ctx)
     done = oidc_login.complete(ctx, sealed, authorize(url))
-    assert done.username == "zhang-san" and provider.userinfo_requests == 1
+    assert done.username == "Zhang.San" and provider.userinfo_requests == 1
     with ctx.session(read_only=True) as s:
-        user = s.exec(select(User).where(User.username == "zhang-san")).one()
+        user = s.exec(select(User).where(User.username == "Zhang.San")).one()
         ml = s.exec(select(ProjectMember).where(ProjectMember.user_id == user.id,
                                                 ProjectMember.project_id == project_id(ctx, "ml"))).one()
     assert user.email == "zhang.san@example.org" and ml.role == "member"
@@ -247,7 +268,7 @@ def test_concurrent_first_sign_ins_make_one_account(sso, provider):  # noqa: F81
     answers = [(sealed, authorize(url)) for url, sealed in started]
     with ThreadPoolExecutor(8) as pool:
         done = list(pool.map(lambda a: oidc_login.complete(ctx, *a), answers))
-    assert {d.username for d in done} == {"zhang-san"} and len({d.code for d in done}) == 8
+    assert {d.username for d in done} == {"Zhang.San"} and len({d.code for d in done}) == 8
     assert rows(ctx, User, User.oidc_subject == "u-1001") == 1
 
 
@@ -259,7 +280,7 @@ def test_callback_from_another_issuer_is_refused(sso, provider):  # noqa: F811
         oidc_login.complete(ctx, sealed, params)
     assert exc.value.reason == "idp" and "other-idp" in exc.value.message
     url, sealed = oidc_login.start(ctx)
-    assert oidc_login.complete(ctx, sealed, authorize(url) | {"iss": provider.issuer}).username == "zhang-san"
+    assert oidc_login.complete(ctx, sealed, authorize(url) | {"iss": provider.issuer}).username == "Zhang.San"
 
 
 def test_same_state_cannot_complete_twice(sso, provider):  # noqa: F811
@@ -279,7 +300,7 @@ def test_disabled_account_is_refused(sso, provider):  # noqa: F811
     users.update_user(ctx, sso.admin, done.username, {"status": "disabled"})
     url, sealed = oidc_login.start(ctx)
     error = refused(ctx, sealed, authorize(url))
-    assert error.reason == "account" and "disabled" in error.message
+    assert error.reason == "account" and error.code == "auth.account_disabled" and "disabled" in error.message
 
 
 def test_off_and_bad_configuration(world, provider):  # noqa: F811

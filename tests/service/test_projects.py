@@ -11,7 +11,7 @@ from sqlmodel import select
 from crater_app.db.models import OperationLog, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from crater_app.services import jobs, projects, users
+from crater_app.services import identity, jobs, projects
 from tests.helpers import counts
 
 
@@ -66,11 +66,11 @@ def test_members_roles_visibility_and_cache(world):
     m = projects.set_member(ctx, admin, "vision", "alice", "admin")
     assert (m.username, m.role, m.default) == ("alice", "admin", False)
     # the role applies at once: the cached identity is dropped
-    alice = users.authenticate(ctx, world.tokens["alice"])
+    alice = identity.authenticate(ctx, world.tokens["alice"])
     assert alice.project_roles[_pid(ctx, "vision")] == "admin"
     # a project admin manages members; a member sees the project without its member list
     projects.set_member(ctx, alice, "vision", "bob", "member")
-    bob = users.authenticate(ctx, world.tokens["bob"])
+    bob = identity.authenticate(ctx, world.tokens["bob"])
     seen = projects.get_project(ctx, bob, "vision")
     assert seen.role == "member" and seen.members is None and seen.member_count == 2
     full = projects.get_project(ctx, alice, "vision")
@@ -90,7 +90,7 @@ def test_members_roles_visibility_and_cache(world):
     n = len(_oplog(ctx, "project:member:set"))
     projects.set_member(ctx, alice, "vision", "bob", "viewer")
     assert len(_oplog(ctx, "project:member:set")) == n
-    bob = users.authenticate(ctx, world.tokens["bob"])
+    bob = identity.authenticate(ctx, world.tokens["bob"])
     with pytest.raises(Forbidden):  # viewers submit nothing
         jobs.submit_job(ctx, bob, {"name": "x", "project": "vision", "command": ["true"]})
 
@@ -138,13 +138,13 @@ def test_default_project_rule(world):
     removed = _oplog(ctx, "project:member:remove")[-1]
     assert removed.code == "project.member_removed_default_moved" and removed.args["default_project"] == "vision"
     assert removed.details.endswith("default project now vision")
-    actor = users.authenticate(ctx, world.tokens["alice"])
+    actor = identity.authenticate(ctx, world.tokens["alice"])
     assert actor.default_project_id == _pid(ctx, "vision") and _pid(ctx, "default") not in actor.project_roles
     assert jobs.submit_job(ctx, actor, {"name": "x", "command": ["true"]}).project == "vision"
     # removing a non-default membership leaves the default alone
     projects.set_member(ctx, admin, "default", "alice", "viewer")
     projects.remove_member(ctx, admin, "default", "alice")
-    assert users.authenticate(ctx, world.tokens["alice"]).default_project_id == _pid(ctx, "vision")
+    assert identity.authenticate(ctx, world.tokens["alice"]).default_project_id == _pid(ctx, "vision")
 
 
 def test_user_without_default_gets_one(world):
@@ -175,7 +175,7 @@ def test_a_project_admin_cannot_leave_the_project_without_admin(world):
     projects.create_project(ctx, admin, "vision")
     projects.set_member(ctx, admin, "vision", "alice", "admin")
     projects.set_member(ctx, admin, "vision", "bob", "member")
-    alice = users.authenticate(ctx, world.tokens["alice"])
+    alice = identity.authenticate(ctx, world.tokens["alice"])
     before = counts(ctx)
     for attempt in (lambda: projects.set_member(ctx, alice, "vision", "alice", "member"),
                     lambda: projects.remove_member(ctx, alice, "vision", "alice")):

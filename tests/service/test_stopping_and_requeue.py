@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 from crater_app.cluster.base import WorkloadStatus
-from crater_app.services import jobs, nodes, projects, quotas
+from crater_app.services import identity, jobs, nodes, projects, quotas
 from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
@@ -20,8 +20,8 @@ GPU = "nvidia.com/gpu"
 def _actor(world, name):
     from crater_app.services import users
 
-    users.forget_cached_identities()
-    return users.authenticate(world.ctx, world.tokens[name])
+    world.ctx.identities.clear()
+    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def _phases(ctx, job_id):

@@ -11,7 +11,7 @@ from crater_app.auth.tokens import hash_token
 from crater_app.db.models import ApiToken, OperationLog
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, InvalidInput, NotFound, Unauthenticated
-from crater_app.services import tokens, users
+from crater_app.services import identity, tokens
 from tests.helpers import counts
 
 
@@ -24,7 +24,7 @@ def test_create_use_list_revoke(world):
         row = s.get(ApiToken, created.id)
     assert row.kind == "personal" and row.token_hash == hash_token(created.access_token)
     assert created.access_token not in repr(row.model_dump())
-    actor = users.authenticate(ctx, created.access_token)
+    actor = identity.authenticate(ctx, created.access_token)
     assert actor.username == "alice"
     listed = tokens.list_tokens(ctx, world.alice)
     assert [(t.id, t.name, t.revoked) for t in listed] == [(created.id, "laptop", False)]
@@ -37,7 +37,7 @@ def test_create_use_list_revoke(world):
     revoked = tokens.revoke_token(ctx, world.alice, created.id)
     assert revoked.revoked and revoked.revoked_at is not None
     with pytest.raises(Unauthenticated):
-        users.authenticate(ctx, created.access_token)
+        identity.authenticate(ctx, created.access_token)
     n = len(_rows(ctx, "token:revoke"))
     tokens.revoke_token(ctx, world.alice, created.id)
     assert len(_rows(ctx, "token:revoke")) == n == 1
@@ -102,4 +102,4 @@ def test_expired_personal_token_is_refused(world):
         row.expires_at = utcnow() - timedelta(seconds=1)
         s.add(row)
     with pytest.raises(Unauthenticated):
-        users.authenticate(ctx, t.access_token)
+        identity.authenticate(ctx, t.access_token)

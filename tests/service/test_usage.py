@@ -11,7 +11,7 @@ import pytest
 from crater_app.db.models import Project
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.policy import Actor
-from crater_app.services import projects, usage, users
+from crater_app.services import identity, projects, sign_in, usage, users
 from sqlmodel import select
 from tests.conftest import USER_PASSWORD, World
 from tests.helpers import ran_job
@@ -45,7 +45,7 @@ def lab(world) -> Lab:
         projects.set_member(ctx, admin, project, name, role)
     with ctx.session() as s:
         ids = {p.name: p.id for p in s.exec(select(Project))}
-    actors = {n: users.authenticate(ctx, users.login(ctx, n, USER_PASSWORD).access_token) for n in ("pat", "alice", "bob")}
+    actors = {n: identity.authenticate(ctx, sign_in.login(ctx, n, USER_PASSWORD).access_token) for n in ("pat", "alice", "bob")}
     a, b, p = actors["alice"], actors["bob"], actors["pat"]
     # alice: 2 A100 x 10 h in vision on Nov 10 (CPU 4 cores, 16 GiB)
     ran_job(ctx, a.user_id, ids["vision"], utc(2026, 11, 10, 8), utc(2026, 11, 10, 18), gpus=2, cpu_m=4000,

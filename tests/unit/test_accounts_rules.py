@@ -1,20 +1,12 @@
-"""Pure rules behind accounts: user names from OIDC claims, the account-change permissions, the edit form."""
+"""Pure rules behind accounts: the account-change, password and session permissions, the edit form, derived keys
+(user names and their slugs: tests/unit/test_naming.py)."""
 
 from __future__ import annotations
 
-from crater_app.domain.naming import check_dns1123_label, to_dns1123_label
-from crater_app.domain.policy import Actor, can_change_user, can_read_user, can_sign_up
+from crater_app.domain.policy import (
+    Actor, can_change_password, can_change_user, can_manage_sessions, can_read_user, can_reset_password, can_sign_up,
+)
 from crater_app.state.admin import limit_changes
-
-
-def test_to_dns1123_label():
-    assert to_dns1123_label("Zhang.San") == "zhang-san"
-    assert to_dns1123_label("zhang.san@example.org") == "zhang-san"
-    assert to_dns1123_label("__a__b__") == "a-b"
-    assert to_dns1123_label("张三") == "user" and to_dns1123_label("", "x") == "x"
-    long = to_dns1123_label("a" * 70 + "-b")
-    assert len(long) == 63 and check_dns1123_label(long, "username") == long
-    assert to_dns1123_label("a" * 62 + "-b") == "a" * 62  # no trailing '-' after the cut
 
 
 def test_account_permissions():
@@ -24,6 +16,15 @@ def test_account_permissions():
     assert can_change_user(admin, 1, "max_sessions") and can_change_user(other_admin, 1, "role")
     assert not can_change_user(user, 3, "max_sessions")
     assert can_sign_up(True) and not can_sign_up(False)
+
+
+def test_password_and_session_permissions():
+    admin, user, guest = Actor(1, "root", "admin"), Actor(3, "u", "user"), Actor(4, "g", "guest")
+    assert can_change_password(admin) and can_change_password(user) and can_change_password(guest)
+    assert not can_change_password(Actor(5, "x", "robot"))
+    assert can_reset_password(admin, 3) and not can_reset_password(admin, 1), "not one's own: needs the current one"
+    assert not can_reset_password(user, 4)
+    assert can_manage_sessions(user, 3) and not can_manage_sessions(user, 4) and not can_manage_sessions(admin, 3)
 
 
 def test_limit_changes_from_form():

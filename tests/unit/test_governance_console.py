@@ -153,7 +153,8 @@ def test_expiry_today_is_still_allowed():
 
 def test_member_username():
     assert member_username(" alice ") == "alice"
-    for bad in ("", "Alice", "al ice", "a" * 64):
+    assert member_username("\u5f20\u4e09") == "\u5f20\u4e09" and member_username("Alice") == "Alice"  # by key
+    for bad in ("", "-alice", "al ice", "a" * 65):
         with pytest.raises(FormError) as err:
             member_username(bad)
         assert (err.value.key, err.value.field) == ("member.error.username", "username")

@@ -16,11 +16,13 @@ from crater_app.api.deps import CtxDep, CurrentActor, run_read
 from crater_app.api.errors import error_body, request_language
 from crater_app.api.responses import json_response
 from crater_app.api.routes import API_PREFIX
+from crater_app.api.routes.sessions import client_ip, set_session_cookie
 from crater_app.auth.oidc import PENDING_TTL_S, OidcError
 from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
-from crater_app.domain.errors import NotFound
+from crater_app.domain.errors import CraterError, NotFound
+from crater_app.domain.naming import MAX_USERNAME_CHARS
 from crater_app.schemas import TokenPublic, UserPublic
-from crater_app.services import oidc_login, users
+from crater_app.services import console_sessions, oidc_login, sign_in, users
 
 router = APIRouter(prefix=API_PREFIX, tags=["auth"])
 
@@ -32,7 +34,8 @@ class SignupRequest(BaseModel):
     """``POST /api/v1/auth/signup`` body (when self sign-up is on)."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str = Field(max_length=63, description="DNS-1123 label")
+    username: str = Field(max_length=MAX_USERNAME_CHARS, description="1..64 Unicode letters, digits, '.', '_', '-', "
+                          "'@'; unique without case (NFKC case folding)")
     password: str = Field(min_length=MIN_PASSWORD_CHARS, max_length=MAX_PASSWORD_CHARS)
     email: str = Field(default="", max_length=users.MAX_EMAIL_CHARS)
     display_name: str = Field(default="", max_length=users.MAX_DISPLAY_NAME_CHARS)
@@ -42,7 +45,7 @@ class SignupRequest(BaseModel):
 async def token(request: Request, c: CtxDep) -> Response:
     """Exchange ``{"username", "password"}`` for a bearer token."""
     body = await decode_object(request, ("username", "password"))
-    return json_response(await run_in_threadpool(users.login, c, body.get("username"), body.get("password")))
+    return json_response(await run_in_threadpool(sign_in.login, c, body.get("username"), body.get("password")))
 
 
 @router.get("/me", response_model=UserPublic)
@@ -59,14 +62,14 @@ def _console_url(configured: str, path: str, params: dict[str, str]) -> str:
     if configured:
         parts = urlsplit(configured)
         origin = f"{parts.scheme}://{parts.netloc}"
-    return f"{origin}{path}?{urlencode(params)}"
+    return f"{origin}{path}" + (f"?{urlencode(params)}" if params else "")
 
 
-def _failure(request: Request, redirect_url: str, exc: OidcError) -> Response:
+def _failure(request: Request, redirect_url: str, exc: CraterError, reason: str) -> Response:
     """A failed sign-in: for a browser (``Accept: text/html``) 302 to ``/login?sso_error=<reason>``, where the
     console explains it in the user's language; for other clients the JSON error (401)."""
     if "text/html" in request.headers.get("accept", ""):
-        response: Response = RedirectResponse(_console_url(redirect_url, "/login", {"sso_error": exc.reason}),
+        response: Response = RedirectResponse(_console_url(redirect_url, "/login", {"sso_error": reason}),
                                               status_code=302)
     else:
         response = JSONResponse(error_body(exc, request_language(request)), status_code=exc.http_status)
@@ -76,7 +79,7 @@ def _failure(request: Request, redirect_url: str, exc: OidcError) -> Response:
 
 def _require_oidc(c) -> None:
     if not oidc_login.enabled(c.settings):
-        raise NotFound("auth.oidc_not_configured", "path")
+        raise NotFound("oidc.disabled", "path")
 
 
 @router.get("/auth/oidc/login", status_code=302,
@@ -89,7 +92,7 @@ async def oidc_start(request: Request, c: CtxDep, next: str = "") -> Response:
     try:
         url, sealed = await run_in_threadpool(oidc_login.start, c, str(request.base_url), next[:512])
     except OidcError as exc:  # the provider cannot be reached or its discovery document is wrong
-        return _failure(request, c.settings.oidc_redirect_url, exc)
+        return _failure(request, c.settings.oidc_redirect_url, exc, exc.reason)
     response = RedirectResponse(url, status_code=302)
     response.set_cookie(PENDING_COOKIE, sealed, max_age=PENDING_TTL_S, path=f"{API_PREFIX}/auth/oidc",
                         httponly=True, samesite="lax", secure=request.url.scheme == "https")
@@ -98,12 +101,12 @@ async def oidc_start(request: Request, c: CtxDep, next: str = "") -> Response:
 
 
 @router.get("/auth/oidc/callback", status_code=302,
-            responses={302: {"description": "to the console's /login with a one-time code"},
+            responses={302: {"description": "to the console page asked for, with the session cookie set"},
                        401: {"description": "the sign-in failed (JSON error; browsers go to /login)"}})
 async def oidc_callback(request: Request, c: CtxDep) -> Response:
-    """The provider's redirect back (``code`` and ``state``, or ``error``). On success: 302 to the console's
-    ``/login?sso=<one-time code>`` (single use, 60 s), which the console redeems for its session. On failure:
-    a JSON error (401) naming what was wrong, or for a browser (``Accept: text/html``) 302 to
+    """The provider's redirect back (``code`` and ``state``, or ``error``). On success: a console session (its
+    ``HttpOnly`` cookie set here) and 302 to the page asked for at the start (default ``/jobs``). On failure: a
+    JSON error (401) naming what was wrong, or for a browser (``Accept: text/html``) 302 to
     ``/login?sso_error=<reason>``; only an ``auth:oidc`` error row is written."""
     _require_oidc(c)
     params = {k: v[:2048] for k, v in request.query_params.items() if k in
@@ -111,11 +114,17 @@ async def oidc_callback(request: Request, c: CtxDep) -> Response:
     try:
         done = await run_in_threadpool(oidc_login.complete, c, request.cookies.get(PENDING_COOKIE), params,
                                        str(request.base_url))
+        secret, _, _ = await run_in_threadpool(
+            console_sessions.start_from_code, c, done.code, request.headers.get("user-agent", ""),
+            client_ip(request), "oidc")
     except OidcError as exc:
-        response = _failure(request, c.settings.oidc_redirect_url, exc)
+        response = _failure(request, c.settings.oidc_redirect_url, exc, exc.reason)
+    except sign_in.AccountNotActive as exc:  # disabled in the moment between the two steps
+        response = _failure(request, c.settings.oidc_redirect_url, exc, "account")
     else:
-        query = {"sso": done.code} | ({"next": done.next_path} if done.next_path else {})
-        response = RedirectResponse(_console_url(c.settings.oidc_redirect_url, "/login", query), status_code=302)
+        target = _console_url(c.settings.oidc_redirect_url, done.next_path or "/jobs", {})
+        response = RedirectResponse(target, status_code=302)
+        set_session_cookie(response, request, c.settings, secret)
     response.delete_cookie(PENDING_COOKIE, path=f"{API_PREFIX}/auth/oidc")
     response.headers["Cache-Control"] = "no-store"
     return response

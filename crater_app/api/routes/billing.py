@@ -37,7 +37,7 @@ class PointGrant(BaseModel):
     """``POST /api/v1/billing/grants`` body (platform admins)."""
 
     model_config = ConfigDict(extra="forbid")
-    username: str = Field(max_length=63)
+    username: str = Field(max_length=64)
     points: float = Field(ge=-MAX_GRANT_POINTS, le=MAX_GRANT_POINTS, description="non-zero; negative takes back")
     note: str = Field(default="", max_length=MAX_NOTE_CHARS)
 

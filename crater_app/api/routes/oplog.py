@@ -17,7 +17,7 @@ router = APIRouter(prefix=API_PREFIX, tags=["operation-logs"])
 
 @router.get("/operation-logs", response_model=OperationLogPage, responses={200: {"content": {"text/csv": {}}}})
 async def operation_logs(
-    c: CtxDep, a: CurrentActor, actor: Annotated[str | None, Query(max_length=63)] = None,
+    c: CtxDep, a: CurrentActor, actor: Annotated[str | None, Query(max_length=64)] = None,
     action: Annotated[str | None, Query(max_length=64)] = None,
     target: Annotated[str | None, Query(max_length=255)] = None,
     since: Annotated[str | None, Query(alias="from", max_length=64)] = None,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import (
-    AdminUsersState, ApprovalsState, JobDetailState, JobsState, LoginState, NewJobState, NodesState,
+    AccountState, AdminUsersState, ApprovalsState, JobDetailState, JobsState, LoginState, NewJobState, NodesState,
     OperationLogState, ProjectDetailState, ProjectsState, TokensState, UsageState,
 )
+from crater_app.ui.pages.account import account_page
 from crater_app.ui.pages.admin_users import admin_users_page
 from crater_app.ui.pages.approvals import approvals_page
 from crater_app.ui.pages.job_detail import job_detail_page
@@ -43,6 +44,7 @@ def register(app: rx.App) -> None:
     app.add_page(projects_page, route="/projects", title=TITLE, on_load=ProjectsState.load)
     app.add_page(project_detail_page, route="/projects/[project_name]", title=TITLE, on_load=ProjectDetailState.load)
     app.add_page(tokens_page, route="/tokens", title=TITLE, on_load=TokensState.load)
+    app.add_page(account_page, route="/account", title=TITLE, on_load=AccountState.load)
     app.add_page(operation_log_page, route="/admin/operation-logs", title=TITLE, on_load=OperationLogState.load)
     app.add_page(usage_page, route="/usage", title=TITLE, on_load=UsageState.load)
     # Reflex's custom 404 page: the "404" route is what unknown paths render (App._prepare_page in reflex/app.py).

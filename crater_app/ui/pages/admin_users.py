@@ -1,4 +1,5 @@
-"""/admin/users: create accounts and list them (platform admins; the service enforces it)."""
+"""/admin/users: create accounts, list them, change role, status and limits, reset a password (platform admins;
+the services enforce it)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _create_form() -> rx.Component:
                 rx.grid(
                     field(t("admin.username"), rx.input(name="username", id="new-username", required=True,
                                                         max_length=64, font_family=MONO, **_edits("username")),
-                          t("admin.username.hint"), required=True, error=field_error(S, "username")),
+                          t("identity.username.hint"), required=True, error=field_error(S, "username")),
                     field(t("admin.password"), rx.input(name="password", id="new-password", type="password",
                                                         required=True, auto_complete="new-password",
                                                         **_edits("password")),
@@ -135,6 +136,11 @@ def _edit_dialog() -> rx.Component:
                     ),
                     error_callout(AdminUsersState.edit_error, id="edit-user-error"),
                     rx.hstack(
+                        rx.cond(AdminUsersState.edit_sign_in.contains("password"),
+                                rx.button(rx.icon("key_round", size=14), t("identity.reset.open"), type="button",
+                                          variant="soft", color_scheme="orange", id="reset-password-open",
+                                          on_click=AdminUsersState.open_reset(AdminUsersState.edit_username))),
+                        rx.spacer(),
                         rx.dialog.close(rx.button(t("admin.edit.cancel"), variant="soft", color_scheme="gray",
                                                   type="button")),
                         rx.button(t("admin.edit.save"), type="submit", id="edit-user-save"),
@@ -150,6 +156,46 @@ def _edit_dialog() -> rx.Component:
         ),
         open=AdminUsersState.edit_open,
         on_open_change=AdminUsersState.set_edit_open,
+    )
+
+
+def _password_input(name: str, label: rx.Var) -> rx.Component:
+    return field(label, rx.input(
+        name=name, id=f"reset-{name.replace('_', '-')}", type="password", auto_complete="new-password",
+        required=True, min_length=8, max_length=1024,
+        color_scheme=rx.cond(AdminUsersState.reset_error_field == name, "red", "gray"),
+    ))
+
+
+def _reset_dialog() -> rx.Component:
+    """A new password for one account, typed twice; its sessions and login tokens end."""
+    return rx.dialog.root(
+        rx.dialog.content(
+            rx.dialog.title(t("identity.reset.title"), " ", rx.text(AdminUsersState.reset_username, as_="span",
+                                                                       font_family=MONO)),
+            rx.dialog.description(t("identity.reset.subtitle"), size="2", color_scheme="gray"),
+            rx.form(
+                rx.vstack(
+                    _password_input("new_password", t("identity.password.new")),
+                    _password_input("new_password_again", t("identity.password.again")),
+                    error_callout(AdminUsersState.reset_error, id="reset-password-error"),
+                    rx.hstack(
+                        rx.dialog.close(rx.button(t("admin.edit.cancel"), variant="soft", color_scheme="gray",
+                                                  type="button")),
+                        rx.button(t("identity.reset.submit"), type="submit", color_scheme="orange",
+                                  id="reset-password-save"),
+                        justify="end", width="100%",
+                    ),
+                    spacing="4", width="100%", margin_top="var(--space-3)",
+                ),
+                on_submit=AdminUsersState.reset_password,
+                reset_on_submit=True,
+                key=AdminUsersState.reset_key,
+            ),
+            max_width="480px",
+        ),
+        open=AdminUsersState.reset_open,
+        on_open_change=AdminUsersState.set_reset_open,
     )
 
 
@@ -187,8 +233,6 @@ def _users_table() -> rx.Component:
     )
 
 
-
-
 def admin_users_page() -> rx.Component:
     """User administration."""
     return shell(
@@ -202,7 +246,7 @@ def admin_users_page() -> rx.Component:
                               rx.callout.icon(rx.icon("user_check")), rx.callout.text(AdminUsersState.pending_notice),
                               color_scheme="amber", size="1", id="users-pending")),
                           error_callout(AdminUsersState.action_error, id="users-error"), _create_form(), _users_table(),
-                          _edit_dialog(), spacing="5", width="100%"),
+                          _edit_dialog(), _reset_dialog(), spacing="5", width="100%"),
             ),
             rx.vstack(error_callout(AdminUsersState.error), loading(), width="100%"),
         ),

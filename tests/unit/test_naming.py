@@ -1,0 +1,158 @@
+"""User names (Unicode, NFKC case-folded keys), names derived from OIDC claims, the DNS-1123 slug of a name, and the
+DNS-1123 label rule: tables of inputs and what each gives."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from crater_app.domain.errors import InvalidInput
+from crater_app.domain.naming import (
+    MAX_USERNAME_CHARS, check_dns1123_label, check_text, check_username, derive_username, is_username, safe_slug,
+    username_key,
+)
+
+RFC1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+@pytest.mark.parametrize(("given", "stored"), [
+    ("alice", "alice"),
+    ("Alice", "Alice"),
+    ("\u5f20\u4e09", "\u5f20\u4e09"),  # 张三
+    ("\u00c9lodie", "\u00c9lodie"),  # Élodie, composed
+    ("E\u0301lodie", "\u00c9lodie"),  # Élodie typed with a combining accent: stored composed (NFC)
+    ("_alice", "_alice"),
+    ("alice@example.org", "alice@example.org"),
+    ("zhang.san", "zhang.san"),
+    ("Zhang-San_2", "Zhang-San_2"),
+    ("\u0926\u0947\u0935", "\u0926\u0947\u0935"),  # देव: Devanagari with a vowel sign (a combining mark)
+    ("2021010101", "2021010101"),  # a student number
+    ("a" * MAX_USERNAME_CHARS, "a" * MAX_USERNAME_CHARS),
+])
+def test_user_names_people_have(given, stored):
+    assert check_username(given) == stored
+    assert is_username(stored)
+
+
+@pytest.mark.parametrize(("given", "code", "args"), [
+    (5, "name.not_string", {"field_name": "username"}),
+    (None, "name.not_string", {"field_name": "username"}),
+    ("", "name.empty", {"field_name": "username"}),
+    ("a" * 65, "name.too_long", {"field_name": "username", "length": 65, "max": 64}),
+    ("-alice", "name.username_chars", {"field_name": "username", "char": "-"}),
+    (".alice", "name.username_chars", {"field_name": "username", "char": "."}),
+    ("@alice", "name.username_chars", {"field_name": "username", "char": "@"}),
+    ("\u0301alice", "name.username_chars", {"field_name": "username", "char": "\u0301"}),
+    ("a b", "name.username_chars", {"field_name": "username", "char": "U+0020"}),
+    ("a/b", "name.username_chars", {"field_name": "username", "char": "/"}),
+    ("<script>", "name.username_chars", {"field_name": "username", "char": "<"}),
+    ("a\x00", "name.username_chars", {"field_name": "username", "char": "U+0000"}),
+    ("alice\n", "name.username_chars", {"field_name": "username", "char": "U+000A"}),
+    ("system", "name.username_reserved", {"field_name": "username", "name": "system"}),
+    ("System", "name.username_reserved", {"field_name": "username", "name": "System"}),
+])
+def test_user_names_refused(given, code, args):
+    with pytest.raises(InvalidInput) as info:
+        check_username(given)
+    assert (info.value.code, info.value.field, info.value.params) == (code, "username", args)
+    assert not is_username(given)
+
+
+def test_refusals_read_in_both_languages():
+    with pytest.raises(InvalidInput) as info:
+        check_username("a b", "members[2].username")
+    assert info.value.message == ("members[2].username may hold letters, digits, '.', '_', '-' and '@' only, and "
+                                  "must start with a letter, a digit or '_' ('U+0020' is not allowed there).")
+    assert info.value.message_in("zh-CN").startswith("members[2].username 只能包含字母")
+
+
+@pytest.mark.parametrize(("names", "key"), [
+    (("alice", "Alice", "ALICE", "\uff21\uff4c\uff49\uff43\uff45"), "alice"),  # full-width Ａｌｉｃｅ too
+    (("Stra\u00dfe", "STRASSE", "strasse"), "strasse"),
+    (("\u00c9lodie", "\u00e9lodie", "E\u0301lodie"), "\u00e9lodie"),
+    (("\u5f20\u4e09",), "\u5f20\u4e09"),
+])
+def test_names_with_one_key_are_one_account(names, key):
+    assert {username_key(n) for n in names} == {key}
+
+
+@pytest.mark.parametrize(("claim", "name"), [
+    ("alice@example.org", "alice@example.org"),  # a valid name stays as it is
+    ("Zhang.San", "Zhang.San"),
+    ("\u5f20\u4e09", "\u5f20\u4e09"),
+    ("Zhang San", "Zhang-San"),
+    ("  zhang  ", "zhang"),
+    ("a b  c", "a-b-c"),
+    ("-x", "x"),
+    (".hidden", "hidden"),
+    ("o'brien", "o-brien"),
+    ("x" * 80, "x" * 64),
+    ("   ", "user"),
+    ("!!!", "user"),
+    ("system", "user"),
+])
+def test_names_derived_from_claims(claim, name):
+    assert derive_username(claim) == name
+    assert is_username(name)
+
+
+# Expected slugs, fixed: a slug must never change for an existing name (it names Kubernetes objects and labels).
+# The hash is kubespawner's (SHA-256 of the UTF-8 name, first 8 hex digits): its tests give 'a5aaf5dd' for
+# 'jupyter-üni' and 'f587e2dc' for '-start' as here.
+SLUGS = [
+    ("alice", "alice"),
+    ("Alice", "alice---3bc51062"),
+    ("\u5f20\u4e09", "x---1d841bc0"),
+    ("\u00c9lodie", "elodie---e822264d"),
+    ("_alice", "alice---e8ec4c3c"),
+    ("alice@example.org", "alice-example-org---7a64adf2"),
+    ("zhang.san", "zhang-san---5aee43ad"),
+    ("a--b", "a-b---90827a2e"),
+    ("1password", "x-1password---d58fc8da"),
+    ("jupyter-\u00fcni", "jupyter-uni---a5aaf5dd"),
+    ("-start", "start---f587e2dc"),
+    ("x" * 64, "x" * 52 + "---7ce10097"),
+]
+
+
+@pytest.mark.parametrize(("name", "slug"), SLUGS)
+def test_slugs(name, slug):
+    assert safe_slug(name) == slug
+    assert len(slug) <= 63 and RFC1035.fullmatch(slug), "a DNS-1035 label: valid for every Kubernetes name"
+
+
+def test_slugs_never_collide():
+    names = [n for n, _ in SLUGS] + ["alice---3bc51062", "x", "X", "alice-example-org"]
+    slugs = [safe_slug(n) for n in names]
+    assert len(set(slugs)) == len(names)
+    assert safe_slug("alice---3bc51062") != "alice---3bc51062", "a name that looks hashed is hashed again"
+
+
+def test_slug_length():
+    assert safe_slug("Alice" * 10, max_length=20) == "alicealic---" + safe_slug("Alice" * 10)[-8:]
+    assert len(safe_slug("\u5f20" * 64, max_length=13)) == 12
+    with pytest.raises(ValueError):
+        safe_slug("alice", max_length=12)
+
+
+@pytest.mark.parametrize(("value", "code", "args"), [
+    (7, "name.not_string", {"field_name": "name"}),
+    ("", "name.empty", {"field_name": "name"}),
+    ("a" * 64, "name.too_long", {"field_name": "name", "length": 64, "max": 63}),
+    ("Train", "name.dns1123", {"field_name": "name", "max": 63}),
+    ("train\n", "name.dns1123", {"field_name": "name", "max": 63}),
+])
+def test_dns1123_label(value, code, args):
+    assert check_dns1123_label("train-1", "name") == "train-1"
+    with pytest.raises(InvalidInput) as info:
+        check_dns1123_label(value, "name")
+    assert (info.value.code, info.value.params) == (code, args)
+
+
+def test_text():
+    assert check_text("Ünïcode ok", "display_name", 10) == "Ünïcode ok"
+    for bad in ("x" * 11, "nul\x00", "\ud800", 3):
+        with pytest.raises(InvalidInput) as info:
+            check_text(bad, "display_name", 10)
+        assert (info.value.code, info.value.params) == ("name.text", {"field_name": "display_name", "max": 10})
