@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from crater_app.domain import field_paths
 from crater_app.domain import quota as quota_lists
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import is_text
@@ -99,7 +100,7 @@ def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
         raise InvalidInput("approval.quota_payload", "payload", sections=list(QUOTA_SECTIONS))
     out: dict[str, dict[str, str | int]] = {}
     for section, entries in payload.items():
-        field = f"payload.{section}"
+        field = field_paths.key("payload", section)
         if section not in QUOTA_SECTIONS:
             raise InvalidInput("approval.quota_payload_key", field, key=str(section)[:64],
                                sections=list(QUOTA_SECTIONS))

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, is_model_name, is_text
 from crater_app.domain.resources import CPU, MEMORY, is_resource_name
@@ -127,12 +128,13 @@ def validate_prices(raw: object) -> list[Price]:
     out: list[Price] = []
     seen: set[tuple[str, str]] = set()
     for i, item in enumerate(raw):
-        at = f"prices[{i}]"
+        at = field_paths.item("prices", i)
         if not isinstance(item, dict):
             raise InvalidInput("billing.price_object", at, field_name=at)
         unknown = sorted(str(k) for k in set(item) - set(PRICE_FIELDS))
         if unknown:
-            raise InvalidInput("billing.price_unknown_field", f"{at}.{unknown[0]}", field_name=at, name=unknown[0],
+            raise InvalidInput("billing.price_unknown_field", field_paths.key(at, unknown[0]), field_name=at,
+                               name=field_paths.shown(unknown[0]),
                                allowed=list(PRICE_FIELDS))
         resource = item.get("resource")
         if not isinstance(resource, str) or not is_resource_name(resource):

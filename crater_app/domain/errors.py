@@ -18,6 +18,40 @@ from crater_app import i18n
 
 #: catalogue keys of error messages are ``error.<code>``
 KEY_PREFIX = "error."
+#: the longest value (characters) a raise site echoes from the input (:func:`echo`); a number of more digits is
+#: cut wherever it is raised (no count, size or limit of Crater's is that long)
+MAX_ECHO_CHARS = 64
+#: the longest text any argument keeps (a safety net behind :func:`echo`: no error body is ever megabytes)
+MAX_ARG_CHARS = 256
+
+
+def echo(value: object, limit: int = MAX_ECHO_CHARS) -> object:
+    """``value`` as an error may echo it: text over ``limit`` characters, or an integer of more digits, is cut to
+    ``limit`` characters ending with ``…`` (the integer then as text); anything else as it is. Refused values are
+    echoed so that the caller recognises them, not to give them back in full (a 4,000-digit ``priority``)."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit - 1] + "…"
+    if isinstance(value, int) and not isinstance(value, bool) and not -10**limit < value < 10**limit:
+        try:
+            text = str(value)
+        except ValueError:  # over the interpreter's 4300 digits
+            return "…"
+        return text[:limit - 1] + "…"
+    return value
+
+
+def _clipped(value: object, depth: int = 0) -> object:
+    """An argument with :func:`echo`'s rule applied to its integers and, at :data:`MAX_ARG_CHARS`, its text (also
+    inside lists and dicts, three levels deep)."""
+    if isinstance(value, str):
+        return echo(value, MAX_ARG_CHARS)
+    if isinstance(value, int):
+        return echo(value)
+    if depth < 3 and isinstance(value, list):
+        return [_clipped(v, depth + 1) for v in value]
+    if depth < 3 and isinstance(value, dict):
+        return {k: _clipped(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 class CraterError(Exception):
@@ -27,7 +61,9 @@ class CraterError(Exception):
         code: the message's stable code (dotted lower-case words, e.g. ``job.name_format``); its sentence is
             ``error.<code>`` in the catalogues.
         field: full path of the offending input field (``tasks[1].resources.nvidia.com/gpu``), or ``None``.
-        **args: the values the sentence names (JSON-safe: numbers in Crater's units, strings, lists, dicts).
+        **args: the values the sentence names (JSON-safe: numbers in Crater's units, strings, lists, dicts);
+            an integer of more than :data:`MAX_ECHO_CHARS` digits or a text of more than :data:`MAX_ARG_CHARS`
+            characters is cut (see :func:`echo`).
     """
 
     kind: ClassVar[str] = "error"
@@ -37,7 +73,7 @@ class CraterError(Exception):
         super().__init__(code)
         self.code = code
         self.field = field
-        self.args_ = args
+        self.args_ = {name: _clipped(value) for name, value in args.items()}
 
     @property
     def params(self) -> dict[str, object]:

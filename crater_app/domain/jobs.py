@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr, ValidationError, field_validator,
 )
 
+from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_text, is_model_name
 from crater_app.domain.resources import ResourceList, parse_resources
@@ -174,15 +175,15 @@ def _check_command(command: list[str]) -> None:
         size = len(arg.encode("utf-8", "surrogatepass"))
         total += size
         if len(arg) > MAX_ARG_CHARS:
-            raise InvalidInput("job.command_arg_length", f"command.{i}", index=i, length=len(arg), max=MAX_ARG_CHARS)
+            raise InvalidInput("job.command_arg_length", field_paths.item("command", i), index=i, length=len(arg), max=MAX_ARG_CHARS)
         if "\x00" in arg:
-            raise InvalidInput("job.command_arg_nul", f"command.{i}", index=i)
+            raise InvalidInput("job.command_arg_nul", field_paths.item("command", i), index=i)
         if not is_text(arg):
-            raise InvalidInput("job.command_arg_text", f"command.{i}", index=i)
+            raise InvalidInput("job.command_arg_text", field_paths.item("command", i), index=i)
     if total > MAX_COMMAND_BYTES:
         raise InvalidInput("job.command_bytes", "command", size=total, max=MAX_COMMAND_BYTES)
     if not command[0].strip():
-        raise InvalidInput("job.command_program_blank", "command.0")
+        raise InvalidInput("job.command_program_blank", field_paths.item("command", 0))
 
 
 def _check_env(env: dict[str, str]) -> None:
@@ -190,11 +191,11 @@ def _check_env(env: dict[str, str]) -> None:
         raise InvalidInput("job.env_count", "env", count=len(env), max=MAX_ENV_VARS)
     for key, value in env.items():
         if not _ENV_NAME.fullmatch(key) or len(key) > 128:
-            raise InvalidInput("job.env_name", f"env.{key[:64]}", name=key[:64], max=128)
+            raise InvalidInput("job.env_name", field_paths.key("env", key), name=field_paths.shown(key), max=128)
         if key in RESERVED_ENV:
-            raise InvalidInput("job.env_reserved", f"env.{key}", name=key)
+            raise InvalidInput("job.env_reserved", field_paths.key("env", key), name=key)
         if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value or not is_text(value):
-            raise InvalidInput("job.env_value", f"env.{key}", name=key, length=len(value), max=MAX_ENV_VALUE_CHARS)
+            raise InvalidInput("job.env_value", field_paths.key("env", key), name=key, length=len(value), max=MAX_ENV_VALUE_CHARS)
 
 
 def _check_working_dir(path: str | None) -> None:
@@ -226,7 +227,7 @@ def validate_spec(raw: object) -> JobSpec:
         raise
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or None
+        loc = field_paths.from_loc(err["loc"], raw)
         ctx_err = (err.get("ctx") or {}).get("error")
         if isinstance(ctx_err, InvalidInput):
             raise ctx_err from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import ACCELERATOR_MODEL, MAX_MODEL_CHARS
 from crater_app.domain.resources import CPU, MEMORY, ResourceList, format_bytes, parse_amount
@@ -73,7 +74,7 @@ def parse_quota_list(raw: object, field_prefix: str) -> Usage:
     for key, quantity in raw.items():
         if not isinstance(key, str):
             raise InvalidInput("quota.key_type", field_prefix, field_name=field_prefix)
-        field_name = f"{field_prefix}.{key}"
+        field_name = field_paths.key(field_prefix, key)
         resource, model = split_key(key)
         if model is not None:
             if resource in (CPU, MEMORY):
@@ -108,7 +109,7 @@ def parse_quota(body: object) -> Quota:
         raise InvalidInput("quota.not_mapping", "quota", sections=list(SECTIONS))
     for name in body:
         if name not in SECTIONS:
-            raise InvalidInput("quota.unknown_section", f"quota.{name}", section=str(name)[:64],
+            raise InvalidInput("quota.unknown_section", field_paths.key(None, name), section=str(name)[:64],
                                sections=list(SECTIONS))
     parsed = {name: parse_quota_list(body.get(name), name) for name in SECTIONS}
     check_order(parsed["guarantee"], parsed["deserved"], parsed["capability"])
@@ -127,8 +128,8 @@ def check_order(guarantee: Usage, deserved: Usage, capability: Usage) -> None:
     for low_name, low, high_name, high in pairs:
         for key in sorted(low):
             if key in high and low[key] > high[key]:
-                raise InvalidInput("quota.order", f"{low_name}.{key}", low=f"{low_name}.{key}",
-                                   high=f"{high_name}.{key}", low_amount={key: low[key]},
+                raise InvalidInput("quota.order", field_paths.key(low_name, key), low=field_paths.key(low_name, key),
+                                   high=field_paths.key(high_name, key), low_amount={key: low[key]},
                                    high_amount={key: high[key]})
 
 

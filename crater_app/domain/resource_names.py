@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
+from crater_app.domain import field_paths
 from crater_app.domain.errors import Unschedulable
 from crater_app.domain.resources import CPU, MEMORY
 
@@ -47,7 +48,7 @@ def check_offered(requested: Iterable[str], offered: Iterable[str], field_prefix
     missing = sorted(wanted - seen)[0]
     names = [CPU, MEMORY, *sorted(seen - {CPU, MEMORY})]
     suggestion = closest(missing, names)
-    field = f"{field_prefix}.{missing}"
+    field = field_paths.key(field_prefix, missing)
     if suggestion is not None:
         raise Unschedulable("job.resource_not_offered_suggestion", field, resource=missing, suggestion=suggestion,
                             offered=names)

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from kubernetes.utils import parse_quantity
 
+from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
 
 CPU = "cpu"
@@ -107,7 +108,7 @@ def parse_amount(name: str, quantity: object, field_name: str) -> int:
         raise InvalidInput("resources.devices_too_large", field_name, field_name=field_name, value=given,
                            max=MAX_CANONICAL)
     if not is_resource_name(name):
-        raise InvalidInput("resources.unknown_name", field_name, field_name=field_name, name=str(name)[:64])
+        raise InvalidInput("resources.unknown_name", field_name, field_name=field_name, name=field_paths.shown(name))
     if value != value.to_integral_value():
         if name == MEMORY:
             raise InvalidInput("resources.memory_fraction", field_name, field_name=field_name, value=given)
@@ -139,7 +140,7 @@ def parse_resources(raw: object, field_prefix: str = "resources") -> ResourceLis
     for name, quantity in raw.items():
         if not isinstance(name, str):
             raise InvalidInput("resources.key_type", field_prefix, field_name=field_prefix)
-        amount = parse_amount(name, quantity, f"{field_prefix}.{name}")
+        amount = parse_amount(name, quantity, field_paths.key(field_prefix, name))
         if name == CPU:
             cpu_m = amount
         elif name == MEMORY:

@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 
 from crater_app.db.models import Project
 from crater_app.schemas import ProjectQuotaPublic
+from crater_app.domain import field_paths
 from crater_app.domain import quota as q
 from crater_app.domain.errors import Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import check_dns1123_label
@@ -107,7 +108,7 @@ def parse_share(s: Session, project: Project, raw: object) -> dict[str, str]:
     capability = q.parse_quota_list(project.capability or {}, "capability")
     for key in sorted(share):
         if key in capability and share[key] > capability[key]:
-            raise InvalidInput("quota.share_over_capability", f"share.{key}", key=f"share.{key}",
+            raise InvalidInput("quota.share_over_capability", field_paths.key("share", key), key=field_paths.key("share", key),
                                share={key: share[key]}, project=project.name, capability={key: capability[key]})
     return q.render_quota_list(share)
 

@@ -17,6 +17,7 @@ from sqlmodel import select
 from crater_app.auth.passwords import check_password, hash_password
 from crater_app.db.models import ApiToken, Project, ProjectMember, User
 from crater_app.db.queries.users import user_by_name
+from crater_app.domain import field_paths
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.jobs import parse_duration
 from crater_app.domain.naming import MAX_USERNAME_CHARS, check_text, check_username, is_text, username_key
@@ -237,7 +238,7 @@ def _changes(changes: object) -> dict[str, object]:
         raise InvalidInput("account.no_change", None, fields=list(USER_UPDATE_FIELDS))
     unknown = sorted(str(k) for k in changes if k not in USER_UPDATE_FIELDS)
     if unknown:
-        raise InvalidInput("account.unknown_field", unknown[0], field_name=unknown[0][:64],
+        raise InvalidInput("account.unknown_field", field_paths.key(None, unknown[0]), field_name=field_paths.shown(unknown[0]),
                            allowed=sorted(USER_UPDATE_FIELDS))
     values: dict[str, object] = {}
     if "role" in changes:
