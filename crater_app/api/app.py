@@ -2,7 +2,9 @@
 ``api_transformer`` so that console and API share one port (DESIGN.md §6).
 
 The routes live in ``api/routes/<resource>.py`` (one :class:`~fastapi.APIRouter` each) and take their
-dependencies from ``api/deps.py``; :func:`build_api` assembles them, with the JSON fallback route last.
+dependencies from ``api/deps.py``; :func:`build_api` assembles them, with the JSON fallback route last, the API's
+middleware (:mod:`crater_app.api.middleware`) and the error answers of every operation in the OpenAPI document
+(:mod:`crater_app.api.error_docs`). :func:`console_mount` hands the app to Reflex.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 from typing import Callable
 
 from fastapi import APIRouter, FastAPI
+from starlette.types import ASGIApp
 
-from crater_app.api import docs, errors, fallback
+from crater_app.api import docs, error_docs, errors, fallback
 from crater_app.api.deps import provide_context
+from crater_app.api.idempotency import IdempotentRoute
+from crater_app.api.middleware import ApiAnswers
 from crater_app.api.routes import (
     API_PREFIX, approvals, auth, billing, health, jobs, nodes, notifications, oplog, projects, sessions, tokens, usage,
     users,
@@ -21,7 +26,7 @@ from crater_app.domain.job_defaults import default_resources
 from crater_app.services.context import ServiceContext
 from crater_app.settings import get_settings
 
-__all__ = ["API_PREFIX", "ROUTERS", "build_api"]
+__all__ = ["API_PREFIX", "ROUTERS", "build_api", "console_mount"]
 
 #: the routers in the order their paths are matched: the hot paths (jobs) first
 ROUTERS: tuple[APIRouter, ...] = (
@@ -41,14 +46,32 @@ def build_api(ctx_provider: Callable[[], ServiceContext] | None = None) -> FastA
         redoc_url=None,
     )
     errors.install(app)
+    app.add_middleware(ApiAnswers, prefix=API_PREFIX)
     provide_context(app, ctx_provider)
     for router in ROUTERS:
         add_routes(app, router)
+    error_docs.document_errors(app, IdempotentRoute)
     _show_job_defaults(app, ctx_provider)
     # Last: JSON 404/405 for every other path and method under /api/v1 (and HEAD as GET without a body); the
     # console that Reflex mounts after these routes never answers an API path.
     app.router.routes.append(fallback.ApiFallback(API_PREFIX, app.router.routes))
     return app
+
+
+def console_mount(api: FastAPI) -> Callable[[ASGIApp], ASGIApp]:
+    """The ``api_transformer`` that serves ``api`` with Reflex's console mounted below its routes (at ``""``).
+
+    A function, not the FastAPI app itself: given a Starlette app, Reflex adds its CORS middleware to it *and* to
+    its own top-level app, so every answer to a request with an ``Origin`` got ``Vary: Origin, Origin`` (two CORS
+    layers, each adding the field). Given a function, Reflex calls it with the console and wraps the result in its
+    one top-level CORS middleware (reflex/app.py, ``App.__call__``).
+    """
+
+    def mount(console: ASGIApp) -> ASGIApp:
+        api.mount("", console)
+        return api
+
+    return mount
 
 
 def add_routes(app: FastAPI, router: APIRouter) -> None:
@@ -72,7 +95,8 @@ def _show_job_defaults(app: FastAPI, ctx_provider: Callable[[], ServiceContext])
             ctx = ctx_provider()
             settings = ctx.settings if ctx is not None else get_settings()
             defaults = default_resources(settings.default_job_cpu, settings.default_job_memory)
-            app.openapi_schema = docs.with_job_defaults(generate(), f"{API_PREFIX}/jobs", defaults)
+            schema = error_docs.with_error_schemas(generate())
+            app.openapi_schema = docs.with_job_defaults(schema, f"{API_PREFIX}/jobs", defaults)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -1,9 +1,14 @@
-"""Request bodies: JSON or YAML by ``Content-Type``, at most 2 MiB, decoded to plain objects.
+"""Request bodies: JSON or YAML by ``Content-Type``, UTF-8, at most 2 MiB, decoded to plain objects.
 
 Accepted media types: ``application/json`` (also when the request has no ``Content-Type``) and any ``+json`` type
 (RFC 6839 structured syntax suffix, e.g. ``application/merge-patch+json``); ``application/yaml`` (RFC 9512), its
-older names ``application/x-yaml`` and ``text/yaml``, and any ``+yaml`` type. Anything else is refused with 415 and
-the accepted types. JSON is UTF-8 (RFC 8259 §8.1).
+older names ``application/x-yaml`` and ``text/yaml``, and any ``+yaml`` type. The header is read as RFC 9110 §8.3.1
+writes it (``type/subtype`` tokens, then ``; name=value`` parameters): anything else - another type, a malformed
+header such as ``;;;``, a ``charset`` other than ``utf-8`` (JSON is UTF-8, RFC 8259 §8.1; Crater reads YAML as
+UTF-8 too) - is refused with 415 and what Crater reads, whether or not a body was sent. YAML is read with the YAML 1.2
+core schema (:mod:`crater_app.api.yaml_loader`). Errors name the field by its full path
+(:mod:`crater_app.domain.field_paths`) and give decoding problems as line, column and a reason code, in the
+caller's language.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Iterable
 import yaml
 from fastapi import Request
 
-from crater_app.domain.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from crater_app.api import yaml_loader
+from crater_app.domain import field_paths
+from crater_app.domain.errors import InvalidInput, TooLarge, UnsupportedMediaType, echo
 from crater_app.domain.naming import is_text
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -24,24 +31,80 @@ JSON_TYPES = ("application/json",)
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 #: the media types a body may have, as the 415 answer lists them (and its ``Accept`` header)
 ACCEPTED_TYPES = JSON_TYPES + YAML_TYPES
-MAX_DETAIL_CHARS = 200
+#: the one character encoding Crater reads (a ``charset`` parameter may name it, in any case, or be left out)
+CHARSETS = ("utf-8",)
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2
+_PARAMETER = re.compile(r'\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)=("(?:[^"\\]|\\.)*"|[!#$%&\'*+.^_`|~0-9A-Za-z-]+)\s*')
+
+# CPython's json messages (json/decoder.py, Modules/_json.c) -> the reason codes the catalogues translate
+# (``http.json_reason.<code>``): a client reads the code, a person the sentence, never the parser's English.
+_JSON_REASONS = (
+    ("Expecting value", "value_expected"), ("Expecting property name", "name_expected"),
+    ("Expecting ':'", "colon_expected"), ("Expecting ','", "comma_expected"),
+    ("Unterminated string", "unterminated_string"), ("Invalid control character", "control_character"),
+    ("Invalid \\uXXXX", "unicode_escape"), ("Invalid \\escape", "escape"), ("Extra data", "extra_data"),
+    ("Illegal trailing comma", "trailing_comma"),
+)
+# PyYAML's problems -> ``http.yaml_reason.<code>`` (first match wins; anything else is ``syntax``)
+_YAML_REASONS = (
+    ("mapping values are not allowed", "mapping_value"), ("that cannot start any token", "character"),
+    ("could not find expected ':'", "colon_expected"), ("expected ',' or ']'", "sequence_end"),
+    ("expected ',' or '}'", "mapping_end"), ("expected <block end>", "indentation"), ("did not find expected", "indentation"),
+    ("undefined alias", "alias"), ("duplicate anchor", "anchor"), ("unexpected end of stream", "unterminated"),
+    ("unknown escape", "escape"), ("could not determine a constructor", "tag"), ("unhashable key", "complex_key"),
+    ("is not an integer", "integer"), ("is not a boolean", "boolean"), ("expected a mapping", "merge"),
+    ("special characters are not allowed", "character"),
+)
+
+
+def _media_type(declared: str) -> tuple[str, dict[str, str]] | None:
+    """``(type/subtype in lower case, parameters)`` of a ``Content-Type`` value, or ``None`` when it is not one
+    (RFC 9110 §8.3.1: ``type "/" subtype *( OWS ";" OWS [ parameter ] )``)."""
+    head, _, rest = declared.partition(";")
+    kind, slash, subtype = head.strip(" \t").partition("/")
+    if not slash or not _TOKEN.fullmatch(kind) or not _TOKEN.fullmatch(subtype):
+        return None
+    params: dict[str, str] = {}
+    for part in rest.split(";") if rest else ():
+        if not part.strip(" \t"):
+            continue
+        found = _PARAMETER.fullmatch(part)
+        if found is None:
+            return None
+        value = found[2]
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        params[found[1].lower()] = value
+    return f"{kind}/{subtype}".lower(), params
 
 
 def body_format(request: Request) -> str:
-    """``"json"`` or ``"yaml"``: how the body of ``request`` is read, from its ``Content-Type`` (parameters such as
-    ``charset`` are ignored; no type or an empty one is JSON).
+    """``"json"`` or ``"yaml"``: how the body of ``request`` is read, from its ``Content-Type`` (no header, or an
+    empty one, is JSON).
 
     Raises:
-        UnsupportedMediaType: any other media type (the accepted ones in ``accepted``).
+        UnsupportedMediaType: ``http.unsupported_media_type`` (a malformed header or a type Crater does not read;
+            ``content_type`` as sent, the readable types in ``accepted``), ``http.unsupported_charset``
+            (``charset`` as sent; ``charsets``, ``accepted``). Field ``Content-Type``.
     """
-    declared = request.headers.get("content-type", "")
-    media_type = declared.partition(";")[0].strip().lower()
-    if not media_type or media_type in JSON_TYPES or media_type.endswith("+json"):
+    declared = request.headers.get("content-type")
+    if declared is None or not declared.strip(" \t"):
         return "json"
-    if media_type in YAML_TYPES or media_type.endswith("+yaml"):
-        return "yaml"
-    raise UnsupportedMediaType("http.unsupported_media_type", "Content-Type", content_type=media_type[:100],
-                               accepted=list(ACCEPTED_TYPES))
+    parsed = _media_type(declared)
+    media_type = parsed[0] if parsed else ""
+    if media_type in JSON_TYPES or media_type.endswith("+json"):
+        kind = "json"
+    elif media_type in YAML_TYPES or media_type.endswith("+yaml"):
+        kind = "yaml"
+    else:
+        shown = echo(media_type if parsed else declared.strip(" \t"))
+        raise UnsupportedMediaType("http.unsupported_media_type", "Content-Type", content_type=shown,
+                                   accepted=list(ACCEPTED_TYPES))
+    charset = parsed[1].get("charset") if parsed else None
+    if charset is not None and charset.lower() not in CHARSETS:
+        raise UnsupportedMediaType("http.unsupported_charset", "Content-Type", charset=echo(charset),
+                                   charsets=list(CHARSETS), accepted=list(ACCEPTED_TYPES))
+    return kind
 
 
 async def read_body(request: Request) -> bytes:
@@ -66,24 +129,49 @@ async def read_body(request: Request) -> bytes:
     return body
 
 
-async def decode_body(request: Request) -> object:
-    """Read and decode the body by ``Content-Type`` (see :func:`body_format`).
+async def decode_documents(request: Request) -> list[object]:
+    """Read and decode the body by ``Content-Type`` (see :func:`body_format`): one object for JSON, every document
+    of a YAML stream (``---`` separated, at most 100; empty documents of a stream of several are dropped, as
+    ``kubectl`` does).
 
     Raises:
-        UnsupportedMediaType: a media type other than JSON or YAML. TooLarge: over 2 MiB. InvalidInput: an empty
-            body, one that is not valid JSON/YAML (line and column in the arguments), not UTF-8, nested too
-            deeply, with a key given twice, ``NaN``/``Infinity``, an integer of over 4300 digits, or text that no
-            layer can store (a lone surrogate, NUL; ``field`` is its path).
+        UnsupportedMediaType: see :func:`body_format`. TooLarge: over 2 MiB. InvalidInput: an empty body, one that
+            is not valid JSON/YAML (``line``, ``column`` and a ``reason`` code), not UTF-8 (``offset``), nested too
+            deeply, with a key given twice (field: the key's path), ``NaN``/``Infinity``, an integer of over 4300
+            digits, or text that no layer can store (a lone surrogate, NUL; field: its path).
     """
     kind = body_format(request)
     data = await read_body(request)
     if not data.strip():
         raise InvalidInput("http.body_empty")
-    body = _yaml(data) if kind == "yaml" else _json(data)
-    bad = _first_non_text(body)
-    if bad is not None:
-        raise InvalidInput("http.body_text", bad or None, path=bad or "body")
-    return body
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("http.body_encoding", None, offset=exc.start) from None
+    documents = _yaml(text) if kind == "yaml" else [_json(text)]
+    if len(documents) > 1:
+        documents = [d for d in documents if d is not None] or [None]
+    for document in documents:
+        bad = _first_non_text(document)
+        if bad is not None:
+            raise InvalidInput("http.body_text", bad or None, path=bad or "body")
+    return documents
+
+
+def one_document(documents: list[object]) -> object:
+    """The only document of ``documents`` (see :func:`decode_documents`).
+
+    Raises:
+        InvalidInput: ``http.body_documents`` (``count``): a YAML stream of several documents.
+    """
+    if len(documents) != 1:
+        raise InvalidInput("http.body_documents", None, count=len(documents))
+    return documents[0]
+
+
+async def decode_body(request: Request) -> object:
+    """The body as one decoded object (:func:`decode_documents`, then :func:`one_document`)."""
+    return one_document(await decode_documents(request))
 
 
 async def decode_object(request: Request, allowed: Iterable[str]) -> dict:
@@ -97,26 +185,23 @@ async def decode_object(request: Request, allowed: Iterable[str]) -> dict:
     body = await decode_body(request)
     if not isinstance(body, dict):
         raise InvalidInput("http.body_object", None, fields=names)
-    unknown = sorted(str(k) for k in set(body) - set(names))
+    unknown = sorted((k for k in body if k not in names), key=str)
     if unknown:
-        raise InvalidInput("http.body_unknown_field", unknown[0][:64], name=unknown[0][:64], allowed=names)
+        raise InvalidInput("http.body_unknown_field", field_paths.key(None, unknown[0]),
+                           name=field_paths.shown(unknown[0]), allowed=names)
     return body
 
 
 async def decode_optional_object(request: Request, allowed: Iterable[str]) -> dict:
-    """The body as :func:`decode_object` reads it, or ``{}`` when the request has no body at all."""
+    """The body as :func:`decode_object` reads it, or ``{}`` when the request has no body at all. A declared
+    ``Content-Type`` is checked either way (a 415 for a type Crater does not read, with or without a body)."""
+    body_format(request)
     if request.headers.get("content-length") in (None, "0") and "transfer-encoding" not in request.headers:
         return {}
     return await decode_object(request, allowed)
 
 
 # ---- JSON --------------------------------------------------------------------------------------------------------
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 class _Constant(ValueError):
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -127,29 +212,63 @@ def _no_constant(name: str) -> object:
     raise _Constant(name)
 
 
+class _Duplicate(ValueError):
+    """A key given twice (raised from inside the parser, which does not know where the object is)."""
+
+
+class _WithDuplicate(dict):
+    """An object whose key ``duplicate`` was given twice (the second, slow parse that finds its path)."""
+
+    duplicate: str = ""
+
+
 # A key given twice is refused, not resolved to its last value: a reader of the document (a reviewer, another
 # tool) would otherwise see a different spec than the one that runs.
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Duplicate()
     return out
 
 
-def _json(data: bytes) -> object:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput("http.body_encoding", None, offset=exc.start) from None
+def _marking_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    marked = _WithDuplicate(out)
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            marked.duplicate = name
+            break
+        seen.add(name)
+    return marked
+
+
+def _duplicate_path(text: str) -> tuple[str, str]:
+    """``(path, key)`` of the first key given twice in the JSON ``text`` (document order)."""
+    stack: list[tuple[object, str]] = [(json.loads(text, object_pairs_hook=_marking_duplicates), "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _WithDuplicate):
+            return field_paths.key(path, node.duplicate), node.duplicate
+        if isinstance(node, dict):
+            stack.extend(reversed([(v, field_paths.key(path, k)) for k, v in node.items()]))
+        elif isinstance(node, list):
+            stack.extend(reversed([(v, field_paths.item(path, i)) for i, v in enumerate(node)]))
+    return "", ""
+
+
+def _json(text: str) -> object:
     try:
         return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
-        raise InvalidInput("http.body_json", None, line=exc.lineno, column=exc.colno,
-                           detail=exc.msg[:MAX_DETAIL_CHARS]) from None
-    except _DuplicateKey as exc:
-        raise InvalidInput("http.body_duplicate_key", None, key=exc.key[:64]) from None
+        reason = next((code for prefix, code in _JSON_REASONS if exc.msg.startswith(prefix)), "syntax")
+        raise InvalidInput("http.body_json", None, line=exc.lineno, column=exc.colno, reason=reason) from None
+    except _Duplicate:
+        path, key = _duplicate_path(text)
+        raise InvalidInput("http.body_duplicate_key", path or None, key=field_paths.shown(key),
+                           path=path) from None
     except _Constant as exc:
         raise InvalidInput("http.body_constant", None, name=exc.name) from None
     except ValueError:  # an integer of over 4300 digits (int() refuses to convert it)
@@ -159,75 +278,36 @@ def _json(data: bytes) -> object:
 
 
 # ---- YAML --------------------------------------------------------------------------------------------------------
-class _DuplicateYamlKey(yaml.constructor.ConstructorError):
-    def __init__(self, key: str, node, key_node) -> None:
-        super().__init__("while constructing a mapping", node.start_mark, f"found key '{key[:64]}' twice",
-                         key_node.start_mark)
-        self.key = key
-
-
-def _yaml(data: bytes) -> object:
+def _yaml(text: str) -> list[object]:
     try:
-        return yaml.load(data, Loader=_Loader)  # a SafeLoader (no python/* tags)
-    except _DuplicateYamlKey as exc:
-        raise InvalidInput("http.body_duplicate_key", None, key=exc.key[:64]) from None
+        return yaml_loader.load_documents(text)
+    except yaml_loader.DuplicateKey as exc:
+        raise InvalidInput("http.body_duplicate_key", exc.path, key=field_paths.shown(exc.key),
+                           path=exc.path) from None
+    except yaml_loader.TooManyDocuments:
+        raise InvalidInput("http.body_documents_max", None, max=yaml_loader.MAX_DOCUMENTS) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, other control characters)
+        before = text[:exc.position]
+        line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        raise InvalidInput("http.body_yaml", None, line=line, column=column, reason="character") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        detail = (getattr(exc, "problem", None) or str(exc))[:MAX_DETAIL_CHARS]
+        problem = f"{getattr(exc, 'problem', None) or ''} {getattr(exc, 'context', None) or ''}"
+        reason = next((code for words, code in _YAML_REASONS if words in problem), "syntax")
         if mark is None:
-            raise InvalidInput("http.body_yaml_detail", None, detail=detail) from None
-        raise InvalidInput("http.body_yaml", None, line=mark.line + 1, column=mark.column + 1, detail=detail) from None
+            raise InvalidInput("http.body_yaml_anywhere", None, reason=reason) from None
+        raise InvalidInput("http.body_yaml", None, line=mark.line + 1, column=mark.column + 1, reason=reason) from None
     except ValueError:  # an integer of over 4300 digits
         raise InvalidInput("http.body_number_too_long", None, limit=sys.get_int_max_str_digits()) from None
     except RecursionError:
         raise InvalidInput("http.body_nested", None) from None
 
 
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping key given twice (merge keys ``<<`` may still be overridden), and
-    resolves plain scalars as YAML 1.2 does where YAML 1.1 surprises: no base-60 numbers (``1:30`` stays the text
-    ``"1:30"``, not 90) and no implicit timestamps (``2030-01-01T00:00:00Z`` stays text, which the field's own
-    parser reads). PyYAML implements YAML 1.1; the resolvers removed here are the ones YAML 1.2 dropped."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                    key = (key_node.tag, key_node.value)
-                    if key in seen:
-                        raise _DuplicateYamlKey(key_node.value, node, key_node)
-                    seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml12_resolvers() -> dict:
-    """SafeLoader's implicit resolvers without the timestamp one and without base-60 ints and floats."""
-    int_tag, float_tag, ts_tag = ("tag:yaml.org,2002:" + t for t in ("int", "float", "timestamp"))
-    plain_int = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
-    plain_float = re.compile(
-        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-    )
-    table: dict = {}
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
-        kept = []
-        for tag, regexp in resolvers:
-            if tag == ts_tag:
-                continue
-            kept.append((tag, plain_int if tag == int_tag else plain_float if tag == float_tag else regexp))
-        table[first] = kept
-    return table
-
-
-_Loader.yaml_implicit_resolvers = _yaml12_resolvers()
-
-
 # ---- text that no layer can store ----------------------------------------------------------------------------------
 def _first_non_text(body: object) -> str | None:
-    """Dotted path of the first string (value or key) in ``body`` that is not :func:`is_text` (``""`` for the
-    body itself), else ``None``. Each container is visited once: YAML aliases share objects, and a billion-laughs
-    body must not cost a billion steps."""
+    """Path of the first string (value or key) in ``body`` that is not :func:`is_text` (``""`` for the body
+    itself), else ``None``. Each container is visited once: YAML aliases share objects, and a billion-laughs body
+    must not cost a billion steps."""
     seen: set[int] = set()
     stack: list[tuple[object, str]] = [(body, "")]
     while stack:
@@ -237,10 +317,11 @@ def _first_non_text(body: object) -> str | None:
                 return path
         elif isinstance(node, (dict, list)) and id(node) not in seen:
             seen.add(id(node))
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            for key, value in items:
-                name = key if isinstance(key, str) else str(key)
+            if isinstance(node, list):
+                stack.extend((value, field_paths.item(path, i)) for i, value in enumerate(node))
+                continue
+            for key, value in node.items():
                 if isinstance(key, str) and not is_text(key):
-                    return f"{path}.{key!r}".lstrip(".")
-                stack.append((value, f"{path}.{name}".lstrip(".")))
+                    return field_paths.key(path, key)
+                stack.append((value, field_paths.key(path, key)))
     return None

@@ -94,13 +94,14 @@ class MemberRole(BaseModel):
 
 class QuotaBody(BaseModel):
     """``PUT /api/v1/projects/{name}/quota`` body (platform admins): resource lists as in a JobSpec; a key may
-    name an accelerator model after a colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``). An absent section is
-    ``{}`` (capability ``{}``: no ceiling). ``guarantee <= deserved <= capability``."""
+    name an accelerator model after a colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``). A section left out or
+    ``null`` is ``{}`` (capability ``{}``: no ceiling), as ``domain.quota.parse_quota`` reads it.
+    ``guarantee <= deserved <= capability``."""
 
     model_config = ConfigDict(extra="forbid")
-    guarantee: dict[str, str | int] = Field(default_factory=dict)
-    deserved: dict[str, str | int] = Field(default_factory=dict)
-    capability: dict[str, str | int] = Field(default_factory=dict)
+    guarantee: dict[str, str | int] | None = Field(default=None, description="null or left out: {}")
+    deserved: dict[str, str | int] | None = Field(default=None, description="null or left out: {}")
+    capability: dict[str, str | int] | None = Field(default=None, description="null or left out: {} (no ceiling)")
 
 
 class TokenCreate(BaseModel):

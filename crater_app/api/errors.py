@@ -2,10 +2,17 @@
 
 ``code`` is the message's stable code (``job.name_format``), ``kind`` its category (``invalid``, ``not_found``,
 ...), ``message`` the sentence in the request's language (``Accept-Language``, default English), ``field`` the
-full path of the offending input and ``args`` the values the sentence names (see :mod:`crater_app.domain.errors`).
+full path of the offending input (:mod:`crater_app.domain.field_paths`; a path or query parameter by its name) and
+``args`` the values the sentence names (see :mod:`crater_app.domain.errors`). An exception that no handler maps
+(a bug, a database gone away) is answered the same way - 500, kind ``internal``, code ``http.internal`` - and
+logged with a request id that the message names (:func:`internal_error_response`), never as a bare text
+"Internal Server Error".
 """
 
 from __future__ import annotations
+
+import logging
+import uuid
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -13,7 +20,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from crater_app.api.language import preferred_language
-from crater_app.domain.errors import CraterError, InvalidInput, NotFound, TooLarge, UnsupportedMediaType
+from crater_app.domain import field_paths
+from crater_app.domain.errors import CraterError, InvalidInput, NotFound, TooLarge, UnsupportedMediaType, echo
+
+log = logging.getLogger("crater_app.api")
+#: the response header that carries the request id of a 500 (the id the log line and the message name)
+REQUEST_ID_HEADER = "X-Request-ID"
+#: where FastAPI's validation locations start (the request part, not a field)
+_LOCATIONS = ("body", "query", "path", "header", "cookie")
 
 
 class MethodNotAllowed(CraterError):
@@ -22,6 +36,14 @@ class MethodNotAllowed(CraterError):
 
     kind = "method_not_allowed"
     http_status = 405
+
+
+class InternalError(CraterError):
+    """An exception no handler maps: the server failed, the request's outcome is unknown. HTTP 500; ``request_id``
+    names the log line that holds the exception."""
+
+    kind = "internal"
+    http_status = 500
 
 
 class _HttpError(CraterError):
@@ -40,14 +62,15 @@ def error_body(exc: CraterError, lang: str) -> dict:
 
 def error_headers(exc: CraterError) -> dict[str, str] | None:
     """Headers that go with ``exc``'s status: ``WWW-Authenticate`` on 401 (RFC 9110 §11.6.1), ``Accept`` listing the
-    media types a body may have on 415 (RFC 9110 §15.5.16), ``Retry-After`` (seconds) where the error names one."""
+    media types a body may have on 415 (RFC 9110 §15.5.16), ``Retry-After`` (seconds) where the error names one
+    (argument ``retry_after`` or ``retry_after_s``)."""
     if exc.http_status == 401:
         return {"WWW-Authenticate": "Bearer"}
     if isinstance(exc, MethodNotAllowed) and isinstance(exc.params.get("allowed"), list):
         return {"Allow": ", ".join(str(m) for m in exc.params["allowed"])}
     if isinstance(exc, UnsupportedMediaType) and isinstance(exc.params.get("accepted"), list):
         return {"Accept": ", ".join(str(t) for t in exc.params["accepted"])}
-    retry_after = exc.params.get("retry_after")
+    retry_after = exc.params.get("retry_after", exc.params.get("retry_after_s"))
     if isinstance(retry_after, int) and not isinstance(retry_after, bool) and retry_after >= 0:
         return {"Retry-After": str(retry_after)}
     return None
@@ -62,12 +85,34 @@ def error_response(exc: CraterError, request: Request) -> JSONResponse:
     return JSONResponse(error_body(exc, request_language(request)), status_code=exc.http_status, headers=headers)
 
 
+def new_request_id() -> str:
+    """A fresh request id: 32 hexadecimal digits (a random UUID), for the log and the answer."""
+    return uuid.uuid4().hex
+
+
+def internal_error(exc: BaseException, method: str, path: str) -> InternalError:
+    """Log ``exc`` (with its traceback) under a fresh request id and return the error that answers it."""
+    request_id = new_request_id()
+    log.error("request %s: %s %s failed", request_id, method[:16], path[:200], exc_info=exc)
+    return InternalError("http.internal", None, request_id=request_id)
+
+
+def internal_error_response(exc: BaseException, request: Request) -> JSONResponse:
+    """The 500 answer to ``request`` that raised ``exc`` (logged, see :func:`internal_error`), in the request's
+    language, with the request id in ``args`` and in the ``X-Request-ID`` header."""
+    error = internal_error(exc, request.method, request.url.path)
+    return JSONResponse(error_body(error, request_language(request)), status_code=500,
+                        headers={REQUEST_ID_HEADER: str(error.params["request_id"])})
+
+
 def _validation_error(exc: RequestValidationError) -> CraterError:
-    """FastAPI's first validation problem as Crater's error (query and path parameters; bodies are decoded by
-    :mod:`crater_app.api.body`)."""
+    """FastAPI's first validation problem as Crater's error (query and path parameters by their names; bodies are
+    decoded by :mod:`crater_app.api.body`)."""
     err = exc.errors()[0]
-    loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
-    field = ".".join(loc) or None
+    loc = list(err.get("loc", ()))
+    if loc and loc[0] in _LOCATIONS:
+        loc = loc[1:]
+    field = field_paths.join(loc)
     ctx = err.get("ctx") or {}
     kind = str(err.get("type", ""))
     name = field or "request"
@@ -80,6 +125,8 @@ def _validation_error(exc: RequestValidationError) -> CraterError:
         return InvalidInput("request.number_max", field, field_name=name, limit=bound)
     if kind == "less_than" and bound is not None:
         return InvalidInput("request.number_below", field, field_name=name, limit=bound)
+    if kind == "integer_digits":
+        return InvalidInput("request.integer_digits", field, field_name=name, max=ctx.get("max"))
     if kind.startswith("int") or kind.startswith("float"):
         return InvalidInput("request.number", field, field_name=name)
     if kind == "missing":
@@ -108,7 +155,7 @@ def install(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         error: CraterError
         if exc.status_code == 404:
-            error = NotFound("http.not_found", "path", path=request.url.path[:200])
+            error = NotFound("http.not_found", "path", path=echo(request.url.path))
         elif exc.status_code == 405:
             allowed = sorted(m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip())
             error = MethodNotAllowed("http.method_not_allowed", None, method=request.method[:16], allowed=allowed)

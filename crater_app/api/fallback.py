@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Match, Mount, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
 from crater_app.api.errors import MethodNotAllowed
-from crater_app.domain.errors import NotFound
+from crater_app.domain.errors import NotFound, echo
 
 
 class ApiFallback(BaseRoute):
@@ -74,7 +74,7 @@ class ApiFallback(BaseRoute):
         if allowed:
             raise MethodNotAllowed("http.method_not_allowed", None, method=scope["method"][:16],
                                    allowed=sorted(allowed))
-        raise NotFound("http.no_route", "path", method=scope["method"][:16], path=scope["path"][:200],
+        raise NotFound("http.no_route", "path", method=scope["method"][:16], path=echo(scope["path"]),
                        openapi=f"{self.prefix}/openapi.json")
 
 

@@ -7,8 +7,16 @@ lookup); with it, the route's handler is wrapped:
 1. the key is checked, the caller resolved (:func:`crater_app.api.deps.resolve_caller`, as the route's own
    dependency does) and the body read (at most 2 MiB);
 2. the key is claimed, or its stored answer is given again with ``Idempotent-Replayed: true``;
-3. the handler runs, shielded from cancellation so that its answer is always recorded; its answer is stored, or
-   the key released when the handler refused the request (a Crater error, a bad path or query parameter).
+3. the handler runs, shielded from cancellation so that its answer is always recorded, while a task renews the
+   claim's lease every 15 s (so that no other worker takes a slow request's key over); its answer is stored, or the
+   key released when the handler refused the request before writing anything (a Crater error without
+   :func:`crater_app.services.idempotency.mark_written`, a bad path or query parameter). An unhandled exception is
+   answered - and stored - as the 500 envelope of :func:`crater_app.api.errors.internal_error_response`.
+
+Header values the HTTP server refuses never reach the app: granian answers a request whose header holds a
+control character (``Idempotency-Key: a\x7fb``) or whose ``Content-Length`` is not a number (``-1``) with its own
+``400 Bad Request`` and an empty body, as the HTTP parser (RFC 9110 §5.5, §8.6) requires; such a request cannot be
+answered with Crater's envelope.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from starlette.exceptions import HTTPException
 
 from crater_app.api import deps
 from crater_app.api.body import read_body
+from crater_app.api.errors import error_response, internal_error_response
 from crater_app.domain.errors import CraterError
 from crater_app.services import idempotency
 
@@ -77,8 +86,8 @@ async def run_once(request: Request, raw_key: str, handler: Handler) -> Response
 
     Raises:
         InvalidInput: a malformed key, or one used for another request; Conflict: the key's first request is
-            still running; Unauthenticated: no valid caller; and what ``handler`` raises (after releasing the key
-            or recording its 500).
+            still running; Unauthenticated: no valid caller; and the refusals ``handler`` raises before writing
+            anything (after releasing the key). Its other errors become answers (stored).
     """
     key = idempotency.parse_key(raw_key)
     ctx = deps.context_of(request)
@@ -92,28 +101,51 @@ async def run_once(request: Request, raw_key: str, handler: Handler) -> Response
         return Response(outcome.body, status_code=outcome.status_code, media_type=outcome.content_type or None,
                         headers={idempotency.REPLAYED_HEADER: "true"})
     with anyio.CancelScope(shield=True):
-        try:
-            response = await handler(request)
-        except (CraterError, RequestValidationError, HTTPException):  # refused: nothing changed
+        writes = idempotency.watch_writes()
+        refusal: Exception | None = None
+        async with anyio.create_task_group() as tasks:  # raises nothing itself: errors are taken out of it first
+            tasks.start_soon(_keep_claimed, ctx, outcome)
+            try:
+                response = await handler(request)
+            except (RequestValidationError, HTTPException) as exc:  # refused before the handler ran
+                refusal = exc
+            except CraterError as exc:
+                if writes.written:  # refused after a write: a retry gets this same answer
+                    response = error_response(exc, request)
+                else:  # refused before anything was written: the same request may run again
+                    refusal = exc
+            except Exception as exc:  # noqa: BLE001 - the outcome is unknown: a retry must not make another object
+                response = internal_error_response(exc, request)
+            tasks.cancel_scope.cancel()
+        if refusal is not None:
             await _quietly(idempotency.release, ctx, outcome)
-            raise
-        except Exception:  # the outcome is unknown: the object may exist, so a retry must not make another
-            await _quietly(idempotency.finish, ctx, outcome, 500, "text/plain; charset=utf-8",
-                           b"Internal Server Error")
-            raise
+            raise refusal
         stored_body = getattr(response, "body", None)
         if isinstance(stored_body, bytes):
             content_type = response.headers.get("content-type", "")
-            await run_in_threadpool(idempotency.finish, ctx, outcome, response.status_code, content_type,
-                                    stored_body)
+            await _quietly(idempotency.finish, ctx, outcome, response.status_code, content_type, stored_body,
+                           writes.written)
         else:  # a streamed answer cannot be given twice
-            await run_in_threadpool(idempotency.release, ctx, outcome)
+            await _quietly(idempotency.release, ctx, outcome)
     return response
 
 
+async def _keep_claimed(ctx, claim: idempotency.Claim) -> None:
+    """Renew ``claim``'s lease every :data:`~crater_app.services.idempotency.RENEW_EVERY_S` seconds until cancelled
+    (the request finished) or the claim is gone."""
+    while True:
+        await anyio.sleep(idempotency.RENEW_EVERY_S)
+        try:
+            if not await run_in_threadpool(idempotency.renew, ctx, claim):
+                return
+        except Exception:  # noqa: BLE001 - logged; the next renewal tries again
+            log.exception("could not renew the claim of an idempotent request")
+
+
 async def _quietly(fn, *args) -> None:
-    """Run ``fn(*args)`` in a worker thread while an error is on its way to the client: a failure here (the
-    database is gone) is logged and must not replace that error; the claim is then taken over once abandoned."""
+    """Run ``fn(*args)`` in a worker thread while an answer is on its way to the client: a failure here (the
+    database is gone) is logged and must not replace that answer; the claim's lease then lapses (nobody renews it)
+    and another request may take the key over."""
     try:
         await run_in_threadpool(fn, *args)
     except Exception:  # noqa: BLE001 - logged; the request's own error goes on

@@ -27,7 +27,7 @@ from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_job, can_read_project, can_submit, readable_projects,
 )
-from crater_app.services import admission, approvals, billing, job_reasons, oplog
+from crater_app.services import admission, approvals, billing, idempotency, job_reasons, oplog
 from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
@@ -154,6 +154,8 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     )
     item = NewJob(values=values, actor=actor, workload=workload, events=events, target=f"{project_name}/{spec.name}#")
     job_id, error = ctx.submissions.run(item, lambda batch: _write_submissions(ctx, batch))
+    if job_id is not None:  # the job is written: an error from here on (the backend's) must not release a retry
+        idempotency.mark_written("job")
     if error is not None:
         if job_id is not None:
             ctx.kick.set()

@@ -157,9 +157,10 @@ def _cell(value: object) -> str:
 
 def export_csv(
     ctx: ServiceContext, who: Actor, actor: str | None = None, action: str | None = None, target: str | None = None,
-    since: object = None, until: object = None,
+    since: object = None, until: object = None, lang: object = i18n.DEFAULT_LANGUAGE,
 ) -> tuple[str, bool]:
-    """The matching rows (filters as :func:`list_logs`) as CSV text, newest first, at most 100,000 rows.
+    """The matching rows (filters as :func:`list_logs`) as CSV text, newest first, at most 100,000 rows; ``details``
+    in ``lang`` (:func:`details_text`).
 
     Returns:
         ``(csv_text, truncated)``: a header line ``id,at,actor,actor_role,action,target,result,details`` and one
@@ -178,5 +179,7 @@ def export_csv(
         rows = s.exec(stmt.order_by(OperationLog.at.desc(), OperationLog.id.desc())  # type: ignore[attr-defined]
                       .limit(MAX_CSV_ROWS + 1)).all()
     for r in rows[:MAX_CSV_ROWS]:
-        writer.writerow([_cell(getattr(r, c)) if c != "id" else r.id for c in CSV_COLUMNS])
+        details = details_text(lang, r.code, r.args, r.details)
+        writer.writerow([r.id if c == "id" else _cell(details if c == "details" else getattr(r, c))
+                         for c in CSV_COLUMNS])
     return out.getvalue(), len(rows) > MAX_CSV_ROWS

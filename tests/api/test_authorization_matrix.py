@@ -131,15 +131,15 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("POST", f"{P}/jobs"): (fixed(f"{P}/jobs", {"name": "m", "project": "proj", "command": ["true"]}),
                             (401, 404, 403, 404, OK, OK, OK)),
     ("GET", f"{P}/jobs"): (fixed(f"{P}/jobs"), (401, OK, OK, OK, OK, OK, OK)),
-    ("GET", f"{P}/jobs/{{job_id}}"): (lambda m, who: (f"{P}/jobs/{m.job_id}", None),
+    ("GET", f"{P}/jobs/{{id}}"): (lambda m, who: (f"{P}/jobs/{m.job_id}", None),
                                       (401, 404, OK, 404, OK, OK, OK)),
-    ("DELETE", f"{P}/jobs/{{job_id}}"): (lambda m, who: (f"{P}/jobs/{m.fresh_job()}", None),
+    ("DELETE", f"{P}/jobs/{{id}}"): (lambda m, who: (f"{P}/jobs/{m.fresh_job()}", None),
                                          (401, 404, 403, 404, OK, OK, OK)),
-    ("POST", f"{P}/jobs/{{job_id}}/resubmit"): (lambda m, who: (f"{P}/jobs/{m.job_id}/resubmit", None),
+    ("POST", f"{P}/jobs/{{id}}/resubmit"): (lambda m, who: (f"{P}/jobs/{m.job_id}/resubmit", None),
                                                 (401, 404, 403, 404, OK, OK, OK)),
-    ("GET", f"{P}/jobs/{{job_id}}/logs"): (lambda m, who: (f"{P}/jobs/{m.job_id}/logs", None),
+    ("GET", f"{P}/jobs/{{id}}/logs"): (lambda m, who: (f"{P}/jobs/{m.job_id}/logs", None),
                                            (401, 404, OK, 404, OK, OK, OK)),
-    ("GET", f"{P}/jobs/{{job_id}}/events"): (lambda m, who: (f"{P}/jobs/{m.job_id}/events", None),
+    ("GET", f"{P}/jobs/{{id}}/events"): (lambda m, who: (f"{P}/jobs/{m.job_id}/events", None),
                                              (401, 404, OK, 404, OK, OK, OK)),
     ("GET", f"{P}/nodes"): (fixed(f"{P}/nodes"), (401, OK, OK, OK, OK, OK, OK)),
     ("POST", f"{P}/projects"): (lambda m, who: (f"{P}/projects", {"name": m.fresh_name("p")}),
@@ -158,7 +158,7 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("POST", f"{P}/tokens"): (lambda m, who: (f"{P}/tokens", {"name": m.fresh_name("t")}),
                               (401, OK, OK, OK, OK, OK, OK)),
     ("GET", f"{P}/tokens"): (fixed(f"{P}/tokens"), (401, OK, OK, OK, OK, OK, OK)),
-    ("DELETE", f"{P}/tokens/{{token_id}}"): (lambda m, who: (f"{P}/tokens/{m.fresh_token()}", None),
+    ("DELETE", f"{P}/tokens/{{id}}"): (lambda m, who: (f"{P}/tokens/{m.fresh_token()}", None),
                                              (401, 404, 404, 404, OK, 404, OK)),
     ("GET", f"{P}/operation-logs"): (fixed(f"{P}/operation-logs"), (401, 403, 403, 403, 403, 403, OK)),
     # Approvals: alice (member) asks about her own jobs; project admins decide their project's requests.
@@ -166,12 +166,12 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
         lambda m, who: (f"{P}/approvals", {"kind": "reclaim_lock", "reason": "a long run", "job_id": m.fresh_job()}),
         (401, 404, 403, 404, OK, OK, OK)),
     ("GET", f"{P}/approvals"): (fixed(f"{P}/approvals"), (401, OK, OK, OK, OK, OK, OK)),
-    ("GET", f"{P}/approvals/{{approval_id}}"): (lambda m, who: (f"{P}/approvals/{m.approval_id}", None),
+    ("GET", f"{P}/approvals/{{id}}"): (lambda m, who: (f"{P}/approvals/{m.approval_id}", None),
                                                 (401, 404, 404, 404, OK, OK, OK)),
-    ("POST", f"{P}/approvals/{{approval_id}}/approve"): (
+    ("POST", f"{P}/approvals/{{id}}/approve"): (
         lambda m, who: (f"{P}/approvals/{m.fresh_approval()}/approve", {"note": "ok"}),
         (401, 404, 404, 404, 403, OK, OK)),
-    ("POST", f"{P}/approvals/{{approval_id}}/reject"): (
+    ("POST", f"{P}/approvals/{{id}}/reject"): (
         lambda m, who: (f"{P}/approvals/{m.fresh_approval()}/reject", {"note": "no"}),
         (401, 404, 404, 404, 403, OK, OK)),
     ("GET", f"{P}/notifications"): (fixed(f"{P}/notifications"), (401, OK, OK, OK, OK, OK, OK)),
@@ -204,7 +204,7 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
     ("GET", f"{P}/auth/sessions"): (fixed(f"{P}/auth/sessions"), (401, OK, OK, OK, OK, OK, OK)),
     ("DELETE", f"{P}/auth/sessions"): (lambda m, who: (f"{P}/auth/sessions", None, m.fresh_login(who)),
                                        (401, OK, OK, OK, OK, OK, OK)),
-    ("DELETE", f"{P}/auth/sessions/{{session_id}}"): (
+    ("DELETE", f"{P}/auth/sessions/{{id}}"): (
         lambda m, who: (f"{P}/auth/sessions/{m.fresh_session()}", None), (401, 404, 404, 404, OK, 404, 404)),
     ("POST", f"{P}/me/password"): (
         lambda m, who: (f"{P}/me/password", {"current_password": USER_PASSWORD, "new_password": "changed-password-1"},

@@ -95,7 +95,7 @@ def test_tokens_bad_input_writes_nothing(api):
         err = assert_error(c.post("/api/v1/tokens", headers=api.auth("alice"), json=body), 422, "invalid", field)
         if field == "expires_in_days":
             assert "1 to 365" in err["message"]
-    assert_error(c.delete("/api/v1/tokens/abc", headers=api.auth("alice")), 422, "invalid", "token_id")
+    assert_error(c.delete("/api/v1/tokens/abc", headers=api.auth("alice")), 422, "invalid", "id")
     assert_error(c.delete(f"/api/v1/tokens/{2**70}", headers=api.auth("alice")), 404, "not_found")
     assert counts(api.world.ctx) == before
 

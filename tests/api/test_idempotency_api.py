@@ -5,6 +5,7 @@ refusal frees the key; concurrent first requests create one object (SQLite and P
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 from fastapi.testclient import TestClient
@@ -158,10 +159,11 @@ def test_an_unknown_outcome_is_replayed_and_never_repeated(api, make_ctx):
     with TestClient(build_api(lambda: ctx), raise_server_exceptions=False) as client:
         headers = {**api.auth("alice"), "Idempotency-Key": "unknown-outcome"}
         first = client.post("/api/v1/jobs", json=JOB, headers=headers)
-        assert first.status_code == 500 and _count(ctx, Job) == 1
+        error = assert_error(first, 500, "internal", None, code="http.internal")
+        assert error["args"]["request_id"] in error["message"] and _count(ctx, Job) == 1
         again = client.post("/api/v1/jobs", json=JOB, headers=headers)
         assert again.status_code == 500 and again.headers["idempotent-replayed"] == "true"
-        assert again.text == first.text == "Internal Server Error" and _count(ctx, Job) == 1
+        assert again.content == first.content and _count(ctx, Job) == 1
 
 
 def test_keys_expire_after_24_hours(api):
@@ -219,8 +221,8 @@ def test_openapi_documents_the_header_on_the_creating_posts(api):
     documented = {path for path, ops in paths.items()
                   if any(p["name"] == "Idempotency-Key" for p in ops.get("post", {}).get("parameters", []))}
     assert documented == {
-        "/api/v1/jobs", "/api/v1/jobs/{job_id}/resubmit", "/api/v1/projects", "/api/v1/tokens", "/api/v1/users",
-        "/api/v1/approvals", "/api/v1/approvals/{approval_id}/approve", "/api/v1/approvals/{approval_id}/reject",
+        "/api/v1/jobs", "/api/v1/jobs/{id}/resubmit", "/api/v1/projects", "/api/v1/tokens", "/api/v1/users",
+        "/api/v1/approvals", "/api/v1/approvals/{id}/approve", "/api/v1/approvals/{id}/reject",
         "/api/v1/billing/grants",
     }
     submit = paths["/api/v1/jobs"]["post"]
@@ -239,3 +241,81 @@ def test_a_failure_to_release_the_key_does_not_hide_the_refusal(api, monkeypatch
     r = _post(api, "/api/v1/jobs", "lost-release", json={**JOB, "name": "Not_A_Label"})
     assert_error(r, 422, "invalid", "name")
     assert _count(api.world.ctx, IdempotencyRecord) == 1 and _count(api.world.ctx, Job) == 0
+
+
+def test_a_personal_tokens_secret_is_never_stored_in_clear(api):
+    """The replay of POST /tokens gives the secret again (the retry of a lost answer needs it), but the record keeps
+    it only encrypted: the database alone does not reveal a token Crater otherwise keeps hashed."""
+    first = _post(api, "/api/v1/tokens", "token-key", json={"name": "ci"})
+    assert first.status_code == 201 and first.headers["cache-control"] == "no-store"
+    secret = first.json()["access_token"]
+    with api.world.ctx.session(read_only=True) as s:
+        [stored] = s.execute(select(IdempotencyRecord.response)).scalars().all()
+    assert secret not in stored and secret[4:20] not in stored and stored.startswith(idempotency.SEALED_PREFIX)
+    again = _post(api, "/api/v1/tokens", "token-key", json={"name": "ci"})
+    assert again.headers["idempotent-replayed"] == "true" and again.json()["access_token"] == secret
+    assert _post(api, "/api/v1/tokens", "token-key", who="bob", json={"name": "ci"}).json()["access_token"] != secret
+
+
+class RefusingBackend:
+    """The cluster refuses the workload with a Crater error after the job row was committed."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def create(self, workload):
+        from crater_app.domain.errors import Unschedulable
+
+        raise Unschedulable("job.resource_not_offered", "resources", resource="nvidia.com/gpu", offered=["cpu"])
+
+    def create_many(self, workloads):
+        self.create(workloads[0])
+
+
+def test_a_refusal_after_the_job_was_written_is_kept_and_never_repeated(api):
+    """submit_job writes the job, then the backend refuses it: the key is not released (a retry would submit a
+    second job); the retry gets the same refusal."""
+    ctx = api.world.ctx
+    ctx.backend = RefusingBackend(ctx.backend)
+    first = _post(api, "/api/v1/jobs", "after-write", json=JOB)
+    assert_error(first, 422, "unschedulable", code="job.resource_not_offered")
+    assert _count(ctx, Job) == 1
+    again = _post(api, "/api/v1/jobs", "after-write", json=JOB)
+    assert again.status_code == 422 and again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content and _count(ctx, Job) == 1
+
+
+def test_a_slow_request_keeps_its_key(api, monkeypatch):
+    """While the first request runs, its worker renews the claim: a retry is told to wait (409), however long the
+    first one takes, instead of taking the key over and creating a second job."""
+    ctx = api.world.ctx
+    monkeypatch.setattr(idempotency, "CLAIM_LEASE_S", 0.4)
+    monkeypatch.setattr(idempotency, "RENEW_EVERY_S", 0.1)
+    started, release = threading.Event(), threading.Event()
+
+    class SlowBackend(RefusingBackend):
+        def create(self, workload):
+            started.set()
+            release.wait(10)
+            return self.inner.create(workload)
+
+        def create_many(self, workloads):
+            for w in workloads:
+                self.create(w)
+
+    ctx.backend = SlowBackend(ctx.backend)
+    answers = []
+    worker = threading.Thread(target=lambda: answers.append(_post(api, "/api/v1/jobs", "slow", json=JOB)))
+    worker.start()
+    assert started.wait(10)
+    time.sleep(1.0)  # over two leases
+    retry = _post(api, "/api/v1/jobs", "slow", json=JOB)
+    assert_error(retry, 409, "conflict", "Idempotency-Key", code="idempotency.in_progress")
+    release.set()
+    worker.join(20)
+    assert answers[0].status_code == 201 and _count(ctx, Job) == 1
+    replay = _post(api, "/api/v1/jobs", "slow", json=JOB)
+    assert replay.headers["idempotent-replayed"] == "true" and replay.content == answers[0].content

@@ -135,11 +135,14 @@ def test_visibility(api):
         assert_error(api.client.request(method, path, headers=api.auth("bob")), 404, "not_found", "id")
     assert api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.auth("admin")).status_code == 200
     assert api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.auth("alice")).status_code == 200
-    for missing in ("424242", "0", "-1", "2147483648", "99999999999999999999"):
+    for missing in ("424242", "0", "2147483648", "9223372036854775808", "99999999999999999999"):
         for method, suffix in (("GET", ""), ("DELETE", ""), ("GET", "/logs"), ("GET", "/events"), ("POST", "/resubmit")):
             r = api.client.request(method, f"/api/v1/jobs/{missing}{suffix}", headers=api.auth("alice"))
             assert_error(r, 404, "not_found", "id")
-    assert_error(api.client.get("/api/v1/jobs/abc", headers=api.auth("alice")), 422, "invalid", "job_id")
+    # an id is its digits: anything else is not an id (not another spelling of job 1)
+    for bad in ("abc", "-1", "1.0", "%201", "+1", "1e0", "１", "9" * 65):
+        assert_error(api.client.get(f"/api/v1/jobs/{bad}", headers=api.auth("alice")), 422, "invalid", "id",
+                     code="request.integer_digits")
     r = api.client.delete(f"/api/v1/jobs/{job['id']}", headers=api.auth("admin"))
     assert r.status_code == 202
     drive_until(LeaderLoop(api.world.ctx), job["id"], "Cancelled")
@@ -176,11 +179,11 @@ def test_healthz_and_openapi(api):
     spec = api.client.get("/api/v1/openapi.json")
     assert spec.status_code == 200
     paths = spec.json()["paths"]
-    for path in ("/api/v1/auth/token", "/api/v1/me", "/api/v1/users", "/api/v1/jobs", "/api/v1/jobs/{job_id}",
-                 "/api/v1/jobs/{job_id}/resubmit", "/api/v1/jobs/{job_id}/logs", "/api/v1/jobs/{job_id}/events",
+    for path in ("/api/v1/auth/token", "/api/v1/me", "/api/v1/users", "/api/v1/jobs", "/api/v1/jobs/{id}",
+                 "/api/v1/jobs/{id}/resubmit", "/api/v1/jobs/{id}/logs", "/api/v1/jobs/{id}/events",
                  "/api/v1/nodes", "/healthz"):
         assert path in paths, path
-    assert {"get", "post"} <= set(paths["/api/v1/jobs"]) and {"get", "delete"} <= set(paths["/api/v1/jobs/{job_id}"])
+    assert {"get", "post"} <= set(paths["/api/v1/jobs"]) and {"get", "delete"} <= set(paths["/api/v1/jobs/{id}"])
     # Bodies the API decodes itself are still described, and bearer auth is declared.
     body = paths["/api/v1/jobs"]["post"]["requestBody"]["content"]
     assert set(body) == {"application/json", "application/yaml"}

@@ -58,3 +58,35 @@ def test_a_spec_with_a_kind_but_no_api_version_is_a_job_spec(api):
     assert r.status_code == 201 and r.json()["kind"] == "interactive"
     r = api.client.post("/api/v1/jobs", json={"kind": "Pod", "command": ["true"]}, headers=api.auth("alice"))
     assert_error(r, 422, "invalid", "name")
+
+
+def _yaml(api, text: str, lang: str = "en"):
+    return api.client.post("/api/v1/jobs", content=text.encode(), headers={
+        **api.auth("alice"), "Content-Type": "application/yaml", "Accept-Language": lang})
+
+
+def test_what_people_paste_from_kubectl_is_named(api):
+    """A stream of manifests, a list of them, a kind without its apiVersion, an apiVersion that is not a string:
+    each gets what it is and what Crater expects, never "name is required" or "another document"."""
+    before = counts(api.world.ctx)
+    cases = [
+        ("apiVersion: v1\nkind: Pod\n---\napiVersion: batch.volcano.sh/v1alpha1\nkind: Job\n", "job.manifest_documents",
+         None, {"count": 2, "manifests": ["Kubernetes Pod (v1)", "Volcano Job (batch.volcano.sh/v1alpha1)"]},
+         "2 documents"),
+        ("- apiVersion: v1\n  kind: Pod\n- apiVersion: v1\n  kind: Service\n", "job.manifest_list", None,
+         {"count": 2, "manifests": ["Kubernetes Pod (v1)", "Kubernetes Service (v1)"]}, "list of 2"),
+        ("kind: Pod\nmetadata: {name: x}\nspec: {}\n", "job.manifest_no_api_version", "apiVersion", {"kind": "Pod"},
+         "kind Pod without its apiVersion"),
+        ("apiVersion: 1\nkind: Pod\n", "job.manifest_api_version", "apiVersion", {"value": "1"}, "apiVersion (1)"),
+        ("apiVersion: v1\nmetadata: {name: x}\n", "job.manifest_kind", "kind", {"api_version": "v1"}, "no kind"),
+    ]
+    for text, code, field, args, words in cases:
+        for lang in ("en", "zh-CN"):
+            error = assert_error(_yaml(api, text, lang), 422, "invalid", field, code=code)
+            assert error["args"] == args, error
+            assert "openapi.json" in error["message"] and "required" not in error["message"]
+            if lang == "en":
+                assert words in error["message"] and "Crater job spec" in error["message"], error["message"]
+            else:
+                assert "Crater 作业规格" in error["message"], error["message"]
+    assert counts(api.world.ctx) == before

@@ -76,11 +76,14 @@ def test_claim_store_and_replay(world, clock):
     assert isinstance(claim, Claim) and claim.key == "k-1"
     [row] = _records(world.ctx)
     assert row.status_code is None and row.user_id == world.alice.user_id and row.method == "POST"
-    assert row.path == "/api/v1/jobs" and row.expires_at == T0 + timedelta(hours=24)
+    # a claim is a lease that its worker renews; the answer is then kept for 24 h from the claim
+    assert row.path == "/api/v1/jobs" and row.expires_at == T0 + timedelta(seconds=idempotency.CLAIM_LEASE_S)
     with pytest.raises(Conflict) as caught:  # the first request is still running
         _begin(world)
     assert caught.value.code == "idempotency.in_progress" and caught.value.params == {"retry_after": 1}
     assert idempotency.finish(world.ctx, claim, 201, "application/json", '{"id": 7, "name": "神"}'.encode())
+    [row] = _records(world.ctx)
+    assert row.expires_at == T0 + timedelta(hours=24) and row.status_code == 201
     clock.now += timedelta(hours=23, minutes=59)
     answer = _begin(world)
     assert answer == StoredAnswer(201, "application/json", '{"id": 7, "name": "神"}'.encode())
@@ -119,15 +122,60 @@ def test_refusals_release_the_key_and_unknown_outcomes_are_kept(world, clock):
     assert _begin(world) == StoredAnswer(500, "text/plain", b"Internal Server Error")
 
 
-def test_a_body_that_is_not_text_is_not_stored(world, clock):
+def test_stored_answers_are_encrypted_and_open_only_for_their_request(world, clock):
+    """The answer to POST /tokens holds the personal token's secret, which Crater otherwise keeps only hashed: the
+    database holds it encrypted (with a key derived from the deployment secret, bound to caller, key and request),
+    and only the same caller's retry of the same request gets it back."""
+    secret = b'{"id": 3, "access_token": "crt_s3cr3t-value"}'
+    claim = _begin(world, path="/api/v1/tokens", body=b'{"name": "laptop"}')
+    assert idempotency.finish(world.ctx, claim, 201, "application/json", secret)
+    [row] = _records(world.ctx)
+    assert row.response.startswith(idempotency.SEALED_PREFIX) and "crt_" not in row.response and "s3cr3t" not in row.response
+    assert _begin(world, path="/api/v1/tokens", body=b'{"name": "laptop"}') == StoredAnswer(201, "application/json", secret)
+    # any bytes, not only text; and a row moved to another caller (a database edit) does not open
+    binary = _begin(world, key="bin")
+    assert idempotency.finish(world.ctx, binary, 200, "application/octet-stream", b"\xff\xfe")
+    assert _begin(world, key="bin") == StoredAnswer(200, "application/octet-stream", b"\xff\xfe")
+    with world.ctx.session() as s:
+        s.execute(IdempotencyRecord.__table__.update().where(IdempotencyRecord.__table__.c.key == "bin")
+                  .values(user_id=world.bob.user_id))
+    with pytest.raises(Conflict) as caught:
+        _begin(world, key="bin", user=world.bob)
+    assert caught.value.code == "idempotency.answer_unreadable" and "Idempotency-Key" in caught.value.message
+
+
+def test_a_refusal_after_a_write_is_kept_for_the_key(world, clock):
+    """A job written before the backend refused its workload: the 4xx answer is stored, so that a retry does not
+    submit a second job (services call mark_written once such a change is committed)."""
     claim = _begin(world)
-    assert not idempotency.finish(world.ctx, claim, 200, "application/octet-stream", b"\xff\xfe")
-    assert _records(world.ctx) == []
+    assert idempotency.finish(world.ctx, claim, 422, "application/json", b'{"error": {}}', written=True)
+    assert _begin(world) == StoredAnswer(422, "application/json", b'{"error": {}}')
+    writes = idempotency.watch_writes()
+    idempotency.mark_written("job")
+    assert writes.written and writes.what == ["job"]
+
+
+def test_a_renewed_claim_is_never_taken_over(world, clock):
+    """A slow request keeps its key: its worker renews the lease while the request runs (every 15 s)."""
+    claim = _begin(world)
+    for _ in range(20):  # 20 renewals, 10 minutes: far past one lease
+        clock.now += timedelta(seconds=idempotency.RENEW_EVERY_S * 2)
+        assert idempotency.renew(world.ctx, claim)
+        with pytest.raises(Conflict):
+            _begin(world)
+    assert idempotency.finish(world.ctx, claim, 201, "application/json", b'{"slow": true}')
+    assert not idempotency.renew(world.ctx, claim)  # finished: nothing left to renew
+    assert _begin(world) == StoredAnswer(201, "application/json", b'{"slow": true}')
+    # a lease never outlives the record's window
+    late = _begin(world, key="late")
+    clock.now += timedelta(hours=24)
+    idempotency.renew(world.ctx, late, now=clock.now - timedelta(seconds=1))
+    assert [r.expires_at for r in _records(world.ctx) if r.key == "late"] == [late.created_at + timedelta(hours=24)]
 
 
 def test_a_late_finish_does_not_overwrite_the_claim_that_took_over(world, clock):
     first = _begin(world)
-    clock.now += timedelta(seconds=idempotency.ABANDONED_AFTER_S + 1)  # its process died, as far as anyone knows
+    clock.now += timedelta(seconds=idempotency.CLAIM_LEASE_S + 1)  # not renewed: its worker is gone
     second = _begin(world)
     assert isinstance(second, Claim) and second != first  # SQLite may reuse the row id: the claim time differs
     assert not idempotency.finish(world.ctx, first, 201, "application/json", b'{"late": true}')

@@ -1,13 +1,12 @@
-"""Client input shapes: ISO 8601 instants (``domain.times.parse_utc``) and the YAML body loader (``api.body``)."""
+"""Client input shapes: ISO 8601 instants (``domain.times.parse_utc``) and pages (the YAML body loader has its own
+tests: test_yaml_loader.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 import pytest
-import yaml
 
-from crater_app.api.body import _Loader
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.times import parse_utc
 
@@ -22,22 +21,6 @@ def test_instants_past_the_calendar_in_utc_are_refused_with_the_field(raw):
 def test_instants_with_an_offset_become_utc():
     assert parse_utc("2026-12-31T23:00:00-02:00", "to") == datetime(2027, 1, 1, 1, 0, tzinfo=timezone.utc)
     assert parse_utc("9999-12-31T23:59:59Z", "to").year == 9999
-
-
-def test_yaml_keeps_base60_and_timestamps_as_text():
-    body = yaml.load("max_runtime: 1:30\nexpires_at: 2030-01-01T00:00:00Z\nname: 2030-01-01\n", Loader=_Loader)
-    assert body == {"max_runtime": "1:30", "expires_at": "2030-01-01T00:00:00Z", "name": "2030-01-01"}
-
-
-def test_yaml_numbers_still_resolve():
-    body = yaml.load("a: 12\nb: 1.5\nc: 0x1f\nd: 1_000\ne: -3\nf: 2.5e+3\ng: true\nh: null\n", Loader=_Loader)
-    assert body == {"a": 12, "b": 1.5, "c": 31, "d": 1000, "e": -3, "f": 2500.0, "g": True, "h": None}
-    assert yaml.load("x: .inf", Loader=_Loader)["x"] == float("inf")
-
-
-def test_yaml_duplicate_keys_still_refused():
-    with pytest.raises(yaml.YAMLError):
-        yaml.load("a: 1\na: 2\n", Loader=_Loader)
 
 
 @pytest.mark.parametrize("page, page_size, field", [

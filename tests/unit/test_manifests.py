@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.manifests import describe_manifest, refuse_manifest
+from crater_app.domain.manifests import describe_manifest, manifest_name, refuse_manifest, refuse_manifests
 
 
 @pytest.mark.parametrize(("body", "found"), [
@@ -30,12 +30,55 @@ def test_manifests_are_recognised_with_their_project(body, found):
 
 @pytest.mark.parametrize("body", [
     {"name": "train", "command": ["true"]}, {"name": "train", "command": ["true"], "kind": "interactive"},
-    {"apiVersion": "v1"}, {"kind": "Pod"}, {"apiVersion": "", "kind": "Pod"}, {"apiVersion": "v1", "kind": 3},
-    {"apiVersion": ["v1"], "kind": "Pod"}, ["apiVersion", "kind"], "apiVersion: v1", None,
+    {"kind": "Pod"}, {"kind": "Pod", "command": ["true"]}, {"kind": "batch", "spec": {}}, ["apiVersion", "kind"],
+    [{"name": "train"}], [], "apiVersion: v1", None,
 ])
 def test_job_specs_and_other_documents_are_not_manifests(body):
     assert describe_manifest(body) is None
     refuse_manifest(body)  # raises nothing
+    refuse_manifests([body])
+
+
+@pytest.mark.parametrize(("body", "code", "field", "args"), [
+    ({"apiVersion": 1, "kind": "Pod"}, "job.manifest_api_version", "apiVersion", {"value": "1"}),
+    ({"apiVersion": ["v1"], "kind": "Pod"}, "job.manifest_api_version", "apiVersion", {"value": '["v1"]'}),
+    ({"apiVersion": "", "kind": "Pod"}, "job.manifest_api_version", "apiVersion", {"value": '""'}),
+    ({"apiVersion": None}, "job.manifest_api_version", "apiVersion", {"value": "null"}),
+    ({"apiVersion": "x" * 500}, "job.manifest_kind", "kind", {"api_version": "x" * 100}),
+    ({"apiVersion": "v1"}, "job.manifest_kind", "kind", {"api_version": "v1"}),
+    ({"apiVersion": "v1", "kind": 3}, "job.manifest_kind", "kind", {"api_version": "v1"}),
+    ({"kind": "Pod", "metadata": {"name": "x"}, "spec": {}}, "job.manifest_no_api_version", "apiVersion",
+     {"kind": "Pod"}),
+    ({"kind": "Deployment", "spec": {}}, "job.manifest_no_api_version", "apiVersion", {"kind": "Deployment"}),
+    ([{"apiVersion": "v1", "kind": "Pod"}, {"apiVersion": "ray.io/v1", "kind": "RayJob"}], "job.manifest_list", None,
+     {"count": 2, "manifests": ["Kubernetes Pod (v1)", "RayJob (ray.io/v1)"]}),
+])
+def test_near_misses_say_what_they_are(body, code, field, args):
+    """What a person pastes from kubectl: a manifest with a broken apiVersion or kind, or a list of them."""
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifest(body)
+    assert (caught.value.code, caught.value.field, caught.value.params) == (code, field, args)
+    for lang in ("en", "zh-CN"):
+        message = caught.value.message_in(lang)
+        assert message != code and "/api/v1/openapi.json" in message, message
+
+
+def test_a_stream_of_documents_with_manifests_is_named():
+    documents = [{"apiVersion": "v1", "kind": "Pod"}, {"name": "train", "command": ["true"]},
+                 {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}]
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifests(documents)
+    assert caught.value.code == "job.manifest_documents" and caught.value.field is None
+    assert caught.value.params == {"count": 3, "manifests": ["Kubernetes Pod (v1)",
+                                                             "Volcano Job (batch.volcano.sh/v1alpha1)"]}
+    assert "3 documents" in caught.value.message and "Kubernetes Pod (v1) and Volcano Job" in caught.value.message
+    assert "3 个文档" in caught.value.message_in("zh-CN")
+    refuse_manifests([{"name": "a"}, {"name": "b"}])  # several job specs: not manifests (the body decoder refuses)
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifests([{"apiVersion": "v1", "kind": "Pod"}])  # one document: as refuse_manifest
+    assert caught.value.code == "job.manifest"
+    assert manifest_name({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}) == "Kubeflow PyTorchJob (kubeflow.org/v1)"
+    assert manifest_name({"name": "x"}) is None
 
 
 def test_the_refusal_names_the_document_and_what_to_send():

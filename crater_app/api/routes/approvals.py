@@ -12,8 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api.body import decode_object, decode_optional_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
 from crater_app.api.docs import request_body
+from crater_app.api.error_docs import raises
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.responses import json_response
+from crater_app.api.params import ObjectId
 from crater_app.api.routes import API_PREFIX
 from crater_app.domain.approvals import MAX_NOTE_CHARS, MAX_REASON_CHARS
 from crater_app.schemas import ApprovalPage, ApprovalPublic
@@ -46,7 +48,8 @@ CREATE_BODY = request_body(ApprovalCreate)
 DECISION_BODY = {"requestBody": {**request_body(ApprovalDecision)["requestBody"], "required": False}}
 
 
-@router.post("/approvals", status_code=201, response_model=ApprovalPublic, openapi_extra=CREATE_BODY)
+@router.post("/approvals", status_code=201, response_model=ApprovalPublic, openapi_extra=CREATE_BODY,
+             responses=raises(404, 409))
 async def create_approval(request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Ask for an approval: ``{"kind", "reason", "project"?, "job_id"?, "payload"?}``. An ``extend_runtime``
     request under the auto-approval rule comes back ``approved`` with ``auto: true``."""
@@ -70,21 +73,21 @@ async def list_approvals(
     return json_response(await run_read(approvals.list_approvals, c, a, status, kind, mine, page, page_size))
 
 
-@router.get("/approvals/{approval_id}", response_model=ApprovalPublic)
-async def get_approval(approval_id: int, c: CtxDep, a: CurrentActor) -> Response:
+@router.get("/approvals/{id}", response_model=ApprovalPublic)
+async def get_approval(id: ObjectId, c: CtxDep, a: CurrentActor) -> Response:
     """One request (its requester, the admins of its project, platform admins)."""
-    return json_response(await run_read(approvals.get_approval, c, a, approval_id))
+    return json_response(await run_read(approvals.get_approval, c, a, id))
 
 
-@router.post("/approvals/{approval_id}/approve", response_model=ApprovalPublic, openapi_extra=DECISION_BODY)
-async def approve(approval_id: int, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+@router.post("/approvals/{id}/approve", response_model=ApprovalPublic, openapi_extra=DECISION_BODY)
+async def approve(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Approve a pending request and carry it out (``{"note"?}``); 409 when it is decided or closed."""
     body = await decode_optional_object(request, ("note",))
-    return json_response(await run_in_threadpool(approvals.approve, c, a, approval_id, body.get("note")))
+    return json_response(await run_in_threadpool(approvals.approve, c, a, id, body.get("note")))
 
 
-@router.post("/approvals/{approval_id}/reject", response_model=ApprovalPublic, openapi_extra=DECISION_BODY)
-async def reject(approval_id: int, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+@router.post("/approvals/{id}/reject", response_model=ApprovalPublic, openapi_extra=DECISION_BODY)
+async def reject(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Reject a pending request (``{"note"?}``); a rejected large job is cancelled. 409 when decided/closed."""
     body = await decode_optional_object(request, ("note",))
-    return json_response(await run_in_threadpool(approvals.reject, c, a, approval_id, body.get("note")))
+    return json_response(await run_in_threadpool(approvals.reject, c, a, id, body.get("note")))

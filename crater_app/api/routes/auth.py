@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api import docs
 from crater_app.api.body import decode_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
+from crater_app.api.error_docs import raises
 from crater_app.api.errors import error_body, request_language
 from crater_app.api.responses import json_response
 from crater_app.api.routes import API_PREFIX
@@ -41,7 +42,7 @@ class SignupRequest(BaseModel):
     display_name: str = Field(default="", max_length=users.MAX_DISPLAY_NAME_CHARS)
 
 
-@router.post("/auth/token", response_model=TokenPublic, openapi_extra=docs.LOGIN_BODY)
+@router.post("/auth/token", response_model=TokenPublic, openapi_extra=docs.LOGIN_BODY, responses=raises(401, 429))
 async def token(request: Request, c: CtxDep) -> Response:
     """Exchange ``{"username", "password"}`` for a bearer token."""
     body = await decode_object(request, ("username", "password"))
@@ -83,7 +84,7 @@ def _require_oidc(c) -> None:
 
 
 @router.get("/auth/oidc/login", status_code=302,
-            responses={302: {"description": "to the identity provider"}, 404: {"description": "OIDC is off"}})
+            responses={302: {"description": "to the identity provider"}, **raises(404)})
 async def oidc_start(request: Request, c: CtxDep, next: str = "") -> Response:
     """Start single sign-on: 302 to the provider's authorization endpoint (authorization code + PKCE S256,
     ``state`` and ``nonce``), with the pending login sealed in an HttpOnly cookie for 10 minutes. ``next``: a
@@ -102,7 +103,8 @@ async def oidc_start(request: Request, c: CtxDep, next: str = "") -> Response:
 
 @router.get("/auth/oidc/callback", status_code=302,
             responses={302: {"description": "to the console page asked for, with the session cookie set"},
-                       401: {"description": "the sign-in failed (JSON error; browsers go to /login)"}})
+                       **raises(404), 401: {**raises(401)[401],
+                                            "description": "the sign-in failed (JSON error; browsers go to /login)"}})
 async def oidc_callback(request: Request, c: CtxDep) -> Response:
     """The provider's redirect back (``code`` and ``state``, or ``error``). On success: a console session (its
     ``HttpOnly`` cookie set here) and 302 to the page asked for at the start (default ``/jobs``). On failure: a
@@ -131,7 +133,7 @@ async def oidc_callback(request: Request, c: CtxDep) -> Response:
 
 
 # ---- self sign-up --------------------------------------------------------------------------------------------------
-@router.post("/auth/signup", status_code=201, response_model=UserPublic,
+@router.post("/auth/signup", status_code=201, response_model=UserPublic, responses=raises(403, 409),
              openapi_extra=docs.request_body(SignupRequest, yaml=True))
 async def signup(request: Request, c: CtxDep) -> Response:
     """Create one's own local account (when ``CRATER_SIGNUP_ENABLED``; 403 otherwise): ``{"username",

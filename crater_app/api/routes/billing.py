@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api.body import decode_body, decode_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
 from crater_app.api.docs import request_body
+from crater_app.api.error_docs import raises
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.responses import json_list, json_response
 from crater_app.api.routes import API_PREFIX
@@ -46,7 +47,7 @@ _PRICES_BODY = {"requestBody": {"required": True, "content": {"application/json"
     "type": "array", "items": PriceItem.model_json_schema()}}}}}
 
 
-@router.get("/billing/prices", response_model=list[BillingPricePublic])
+@router.get("/billing/prices", response_model=list[BillingPricePublic], responses=raises(403))
 async def list_prices(c: CtxDep, a: CurrentActor) -> Response:
     """The price table: points per hour per core (``cpu``), per GiB (``memory``), per device of an accelerator
     resource, optionally per accelerator model."""
@@ -60,7 +61,7 @@ async def set_prices(request: Request, c: CtxDep, a: CurrentActor) -> Response:
     return json_list(await run_in_threadpool(billing.set_prices, c, a, body), by_alias=True)
 
 
-@router.get("/billing/balance", response_model=BalancePublic)
+@router.get("/billing/balance", response_model=BalancePublic, responses=raises(403, 404))
 async def get_balance(c: CtxDep, a: CurrentActor, project: Annotated[str | None, Query(max_length=63)] = None,
                       ) -> Response:
     """The caller's balances: the free allowance left this month per project (``project``: only that one) and
@@ -68,7 +69,7 @@ async def get_balance(c: CtxDep, a: CurrentActor, project: Annotated[str | None,
     return json_response(await run_read(billing.balance, c, a, project), by_alias=True)
 
 
-@router.post("/billing/grants", status_code=201, response_model=PointGrantPublic,
+@router.post("/billing/grants", status_code=201, response_model=PointGrantPublic, responses=raises(404),
              openapi_extra=request_body(PointGrant))
 async def grant_points(request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Add points to a user's extra balance (platform admins): ``{"username", "points", "note"?}``."""

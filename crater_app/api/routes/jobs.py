@@ -9,15 +9,17 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
 from crater_app.api import docs
-from crater_app.api.body import decode_body
+from crater_app.api.body import decode_documents, one_document
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
+from crater_app.api.error_docs import raises
 from crater_app.api.errors import request_language
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.responses import json_list, json_response
+from crater_app.api.params import ObjectId
 from crater_app.api.routes import API_PREFIX
-from crater_app.domain.manifests import refuse_manifest
+from crater_app.domain.manifests import refuse_manifests
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic
-from crater_app.services import admission, jobs
+from crater_app.services import admission, job_events, jobs
 
 router = APIRouter(prefix=API_PREFIX, tags=["jobs"], route_class=IdempotentRoute)
 
@@ -29,14 +31,15 @@ def localized(job: JobPublic, lang: str) -> JobPublic:
     return job if text == job.reason else job.model_copy(update={"reason": text})
 
 
-@router.post("/jobs", status_code=201, response_model=JobPublic, openapi_extra=docs.JOB_SPEC_BODY)
+@router.post("/jobs", status_code=201, response_model=JobPublic, openapi_extra=docs.JOB_SPEC_BODY,
+             responses=raises(402, 404))
 async def submit(request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Submit a job spec (JSON, or YAML with ``Content-Type: application/yaml``). A spec without ``cpu`` or
     ``memory`` gets the deployment's defaults (see ``resources``). A Kubernetes manifest (``apiVersion`` + ``kind``)
-    is refused with what it is."""
-    body = await decode_body(request)
-    refuse_manifest(body)
-    job = await run_in_threadpool(jobs.submit_job, c, a, body)
+    is refused with what it is (also a YAML stream of manifests, ``---`` separated, or a list of them)."""
+    documents = await decode_documents(request)
+    refuse_manifests(documents)
+    job = await run_in_threadpool(jobs.submit_job, c, a, one_document(documents))
     return json_response(job, 201)
 
 
@@ -55,37 +58,46 @@ async def list_jobs(
     return json_response(found)
 
 
-@router.get("/jobs/{job_id}", response_model=JobPublic)
-async def get_job(job_id: int, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+@router.get("/jobs/{id}", response_model=JobPublic)
+async def get_job(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """One job; ``reason``/``reason_code``/``reason_args`` say why it waits (``reason`` in Chinese when
     ``Accept-Language`` prefers ``zh``)."""
-    return json_response(localized(await run_read(jobs.get_job, c, a, job_id), request_language(request)))
+    return json_response(localized(await run_read(jobs.get_job, c, a, id), request_language(request)))
 
 
-@router.delete("/jobs/{job_id}", status_code=202, response_model=JobPublic)
-async def cancel_job(job_id: int, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+@router.delete("/jobs/{id}", status_code=202, response_model=JobPublic, responses=raises(409))
+async def cancel_job(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Cancel a job: 202 (accepted) with the job; its processes get SIGTERM, then SIGKILL after the grace period,
     and it ends ``Cancelled`` (a held job at once)."""
-    job = await run_in_threadpool(jobs.cancel_job, c, a, job_id)
+    job = await run_in_threadpool(jobs.cancel_job, c, a, id)
     return json_response(localized(job, request_language(request)), 202)
 
 
-@router.post("/jobs/{job_id}/resubmit", status_code=201, response_model=JobPublic)
-async def resubmit_job(job_id: int, c: CtxDep, a: CurrentActor) -> Response:
+@router.post("/jobs/{id}/resubmit", status_code=201, response_model=JobPublic, responses=raises(402))
+async def resubmit_job(id: ObjectId, c: CtxDep, a: CurrentActor) -> Response:
     """Submit a copy of the job as a new job."""
-    return json_response(await run_in_threadpool(jobs.resubmit_job, c, a, job_id), 201)
+    return json_response(await run_in_threadpool(jobs.resubmit_job, c, a, id), 201)
 
 
-@router.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
+@router.get("/jobs/{id}/logs", response_class=PlainTextResponse)
 async def job_logs(
-    job_id: int, c: CtxDep, a: CurrentActor,
+    id: ObjectId, c: CtxDep, a: CurrentActor,
     tail_bytes: Annotated[int, Query(ge=1, le=jobs.MAX_LOG_TAIL_BYTES)] = 65536,
 ) -> Response:
     """The last ``tail_bytes`` of the job's stdout+stderr, as text."""
-    return PlainTextResponse(await run_read(jobs.job_logs, c, a, job_id, tail_bytes))
+    return PlainTextResponse(await run_read(jobs.job_logs, c, a, id, tail_bytes))
 
 
-@router.get("/jobs/{job_id}/events", response_model=list[JobEventPublic])
-async def job_events(job_id: int, c: CtxDep, a: CurrentActor) -> Response:
-    """The job's events, oldest first."""
-    return json_list(await run_read(jobs.job_events, c, a, job_id))
+@router.get("/jobs/{id}/events", response_model=list[JobEventPublic])
+async def list_job_events(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor) -> Response:
+    """The job's events, oldest first; each ``message`` in the request's language (``Accept-Language``), rendered
+    from its ``code`` + ``args`` (an event without a code, a backend's own text, stays as written)."""
+    events = await run_read(jobs.job_events, c, a, id)
+    lang = request_language(request)
+    return json_list([localized_event(e, lang) for e in events])
+
+
+def localized_event(event: JobEventPublic, lang: str) -> JobEventPublic:
+    """``event`` with its ``message`` in ``lang`` (see :func:`crater_app.services.job_events.event_text`)."""
+    text = job_events.event_text(lang, event.code, event.args, event.message)
+    return event if text == event.message else event.model_copy(update={"message": text})

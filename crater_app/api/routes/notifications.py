@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api.body import decode_optional_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
 from crater_app.api.docs import request_body
+from crater_app.api.error_docs import raises
 from crater_app.api.errors import request_language
 from crater_app.api.responses import json_response
 from crater_app.api.routes import API_PREFIX
@@ -31,7 +32,7 @@ class NotificationsRead(BaseModel):
 READ_BODY = {"requestBody": {**request_body(NotificationsRead)["requestBody"], "required": False}}
 
 
-@router.get("/notifications", response_model=NotificationList)
+@router.get("/notifications", response_model=NotificationList, responses=raises(403))
 async def list_notifications(
     request: Request, c: CtxDep, a: CurrentActor, limit: Annotated[int, Query(ge=1, le=notifications.MAX_LIST)] = 50,
     unread: bool = False,

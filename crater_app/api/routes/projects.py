@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api import docs
 from crater_app.api.body import decode_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
+from crater_app.api.error_docs import raises
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.responses import json_list, json_response
 from crater_app.api.routes import API_PREFIX
@@ -51,7 +52,7 @@ async def get_project(name: str, c: CtxDep, a: CurrentActor) -> Response:
     return json_response(await run_read(projects.get_project, c, a, name))
 
 
-@router.put("/projects/{name}/members/{username}", response_model=ProjectMemberPublic,
+@router.put("/projects/{name}/members/{username}", response_model=ProjectMemberPublic, responses=raises(409),
             openapi_extra=docs.MEMBER_ROLE_BODY)
 async def set_member(name: str, username: str, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Add a member or change their role and share: ``{"role": "admin"|"member"|"viewer", "share"?: {...}}``
@@ -75,7 +76,7 @@ async def get_quota(name: str, c: CtxDep, a: CurrentActor) -> Response:
     return json_response(await run_read(quotas.get_quota, c, a, name))
 
 
-@router.delete("/projects/{name}/members/{username}", status_code=204)
+@router.delete("/projects/{name}/members/{username}", status_code=204, responses=raises(409))
 async def remove_member(name: str, username: str, c: CtxDep, a: CurrentActor) -> Response:
     """Remove a member (platform/project admins); 409 when it is their only project (the default one)."""
     await run_in_threadpool(projects.remove_member, c, a, name, username)

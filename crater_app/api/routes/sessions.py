@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api import docs
 from crater_app.api.body import decode_object
 from crater_app.api.deps import CtxDep, CurrentActor, credentials_of, run_read
+from crater_app.api.error_docs import raises
+from crater_app.api.params import ObjectId
 from crater_app.api.routes import API_PREFIX
 from crater_app.auth.origins import parse_public_urls
 from crater_app.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
@@ -86,7 +88,7 @@ def _dump(model) -> dict:
     return model.model_dump(mode="json")
 
 
-@router.post("/auth/session", status_code=201, response_model=ConsoleSessionStarted,
+@router.post("/auth/session", status_code=201, response_model=ConsoleSessionStarted, responses=raises(401, 403),
           openapi_extra=docs.request_body(SessionCreate))
 async def start_session(request: Request, c: CtxDep) -> JSONResponse:
     """Exchange a one-time sign-in code (60 s, single use; the console's sign-in creates it) for a console
@@ -102,7 +104,7 @@ async def start_session(request: Request, c: CtxDep) -> JSONResponse:
     set_session_cookie(response, request, c.settings, secret)
     return response
 
-@router.delete("/auth/session", status_code=204)
+@router.delete("/auth/session", status_code=204, responses=raises(403))
 async def end_session(request: Request, c: CtxDep) -> Response:
     """Sign this browser out: end the session of its cookie (if any) and clear the cookie; 204 either way.
     Only from an allowed origin."""
@@ -130,12 +132,12 @@ async def end_everywhere(request: Request, c: CtxDep, a: CurrentActor) -> JSONRe
     clear_session_cookie(response, request, c.settings)
     return response
 
-@router.delete("/auth/sessions/{session_id}", response_model=ConsoleSessionPublic)
-async def end_one(session_id: int, c: CtxDep, a: CurrentActor) -> JSONResponse:
+@router.delete("/auth/sessions/{id}", response_model=ConsoleSessionPublic)
+async def end_one(id: ObjectId, c: CtxDep, a: CurrentActor) -> JSONResponse:
     """End one of the caller's console sessions (another browser) by its id."""
-    return JSONResponse(_dump(await run_in_threadpool(console_sessions.end_one, c, a, session_id)))
+    return JSONResponse(_dump(await run_in_threadpool(console_sessions.end_one, c, a, id)))
 
-@router.post("/me/password", response_model=SessionsEnded,
+@router.post("/me/password", response_model=SessionsEnded, responses=raises(409),
           openapi_extra=docs.request_body(PasswordChange))
 async def change_password(request: Request, c: CtxDep, a: CurrentActor) -> JSONResponse:
     """Change one's own password: ``{"current_password", "new_password"}`` (8..1,024 characters). Every other
@@ -146,7 +148,7 @@ async def change_password(request: Request, c: CtxDep, a: CurrentActor) -> JSONR
                                     body.get("new_password"), secret)
     return JSONResponse(_dump(SessionsEnded(ended=ended)))
 
-@router.put("/users/{username}/password", tags=["users"], response_model=SessionsEnded,
+@router.put("/users/{username}/password", tags=["users"], response_model=SessionsEnded, responses=raises(409),
          openapi_extra=docs.request_body(PasswordReset))
 async def reset_password(username: str, request: Request, c: CtxDep, a: CurrentActor) -> JSONResponse:
     """Set another account's password (platform admins; not one's own, not a single sign-on account):

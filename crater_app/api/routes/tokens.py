@@ -10,6 +10,7 @@ from crater_app.api.body import decode_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.responses import json_list, json_response
+from crater_app.api.params import ObjectId
 from crater_app.api.routes import API_PREFIX
 from crater_app.schemas import PersonalTokenCreated, PersonalTokenPublic
 from crater_app.services import tokens
@@ -20,12 +21,15 @@ router = APIRouter(prefix=API_PREFIX, tags=["tokens"], route_class=IdempotentRou
 @router.post("/tokens", status_code=201, response_model=PersonalTokenCreated, openapi_extra=docs.TOKEN_CREATE_BODY)
 async def create_token(request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Create a personal token: ``{"name", "expires_in_days"?: 1..365}``; the secret is in this answer only (and
-    in its replay for the same ``Idempotency-Key``)."""
+    in its replay to the same caller for the same ``Idempotency-Key`` within 24 h, kept encrypted until then).
+    ``Cache-Control: no-store``: no cache keeps the answer (as for OAuth token answers, RFC 6749 §5.1)."""
     body = await decode_object(request, ("name", "expires_in_days"))
     created = await run_in_threadpool(
         tokens.create_token, c, a, body.get("name"), body.get("expires_in_days", tokens.DEFAULT_EXPIRY_DAYS)
     )
-    return json_response(created, 201)
+    response = json_response(created, 201)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @router.get("/tokens", response_model=list[PersonalTokenPublic])
@@ -34,7 +38,7 @@ async def list_tokens(c: CtxDep, a: CurrentActor) -> Response:
     return json_list(await run_read(tokens.list_tokens, c, a))
 
 
-@router.delete("/tokens/{token_id}", response_model=PersonalTokenPublic)
-async def revoke_token(token_id: int, c: CtxDep, a: CurrentActor) -> Response:
+@router.delete("/tokens/{id}", response_model=PersonalTokenPublic)
+async def revoke_token(id: ObjectId, c: CtxDep, a: CurrentActor) -> Response:
     """Revoke a personal token (its owner or a platform admin)."""
-    return json_response(await run_in_threadpool(tokens.revoke_token, c, a, token_id))
+    return json_response(await run_in_threadpool(tokens.revoke_token, c, a, id))

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crater_app.api import docs
 from crater_app.api.body import decode_object
 from crater_app.api.deps import CtxDep, CurrentActor, run_read
+from crater_app.api.error_docs import raises
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.responses import json_list, json_response
 from crater_app.api.routes import API_PREFIX
@@ -42,19 +43,20 @@ async def create_user(request: Request, c: CtxDep, a: CurrentActor) -> Response:
     return json_response(user, 201)
 
 
-@router.get("/users", response_model=list[UserPublic])
+@router.get("/users", response_model=list[UserPublic], responses=raises(403))
 async def list_users(c: CtxDep, a: CurrentActor) -> Response:
     """All users (platform admins)."""
     return json_list(await run_read(users.list_users, c, a))
 
 
-@router.get("/users/{username}", response_model=UserDetail)
+@router.get("/users/{username}", response_model=UserDetail, responses=raises(403))
 async def get_user(username: str, c: CtxDep, a: CurrentActor) -> Response:
     """One account with its limits and how it signs in (platform admins)."""
     return json_response(await run_read(users.get_user, c, a, username))
 
 
-@router.patch("/users/{username}", response_model=UserDetail, openapi_extra=docs.request_body(UserUpdate, yaml=True))
+@router.patch("/users/{username}", response_model=UserDetail, openapi_extra=docs.request_body(UserUpdate, yaml=True),
+              responses=raises(409))
 async def update_user(username: str, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """Change an account (platform admins): ``role``, ``status`` (activate a sign-up, disable: revokes its
     tokens), ``max_sessions``, ``max_accelerators_per_job``, ``max_runtime``; ``null`` clears a limit. Not
