@@ -9,6 +9,8 @@
   (a request closed because its target is gone, approved by the auto rule).
 - ``jobs`` gains ``attempt`` (1 for existing rows), ``requeue_on_preemption`` (true), ``stop_requested_at`` and
   ``exit_signal``.
+- ``jobs.reason_code`` widens to 64 characters, as ``job_events.code``: a job's reason is the code of its last
+  backend status (``local.started_isolated_with_devices``), which did not fit 32.
 - ``users.username`` and ``operation_logs.actor`` widen to 64 characters (names are Unicode now), and
   ``users.username_key`` (the NFKC case-folded name, unique) is filled from the existing names, which were
   lower-case DNS-1123 labels and so are their own keys. SQLite ignores declared lengths, so the widening is
@@ -90,6 +92,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('code', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False, server_default=''))
         batch_op.add_column(sa.Column('args', sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
     _widen('operation_logs', 'actor', 63, 64)
+    _widen('jobs', 'reason_code', 32, 64)
 
     with op.batch_alter_table('approvals', schema=None, recreate='never') as batch_op:
         batch_op.add_column(sa.Column('decision_code', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False,
@@ -114,6 +117,7 @@ def downgrade() -> None:
         batch_op.drop_column('decision_args')
         batch_op.drop_column('decision_code')
     _widen('operation_logs', 'actor', 64, 63)
+    _widen('jobs', 'reason_code', 64, 32)
     with op.batch_alter_table('operation_logs', schema=None, recreate='never') as batch_op:
         batch_op.drop_column('args')
         batch_op.drop_column('code')

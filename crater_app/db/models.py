@@ -182,7 +182,7 @@ class Job(SQLModel, table=True):
     reclaim_lock: bool = False  # approved lock against automatic reclamation
     # Why the job is not running, machine-readable, for translation: ``reason_code`` (e.g. ``quota``,
     # ``capacity``, ``queue``, ``approval``, ``billing``) and its parameters; ``reason`` is the English sentence.
-    reason_code: str = Field(default="", max_length=32)
+    reason_code: str = Field(default="", max_length=64)  # 64 since migration 0005 (event codes are as long)
     reason_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     admitted_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     # Billing: points charged so far and the instant up to which run time has been charged.

@@ -38,7 +38,7 @@ _SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).value
     reason=bindparam("b_reason"), reason_code=bindparam("b_code"), reason_args=bindparam("b_args"),
     devices=bindparam("b_devices"))
 #: ``jobs.reason_code`` holds codes of at most this many characters (a longer backend code keeps only its text)
-MAX_CODE_CHARS = 32
+MAX_CODE_CHARS = 64
 #: reason codes a stop asked for by Crater writes (the job's reason while it is ``Stopping``)
 _CRATER_STOPS = (admission.PREEMPTED, "job.stopping_cancelled")
 

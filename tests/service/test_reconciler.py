@@ -120,3 +120,20 @@ def test_cancel_through_the_fake(fake_world):
     jobs.cancel_job(ctx, world.alice, job.id)
     row = drive_until(loop, job.id, "Cancelled")
     assert row.exit_code == 143 and "cancelled by alice" in row.reason
+
+
+def test_long_backend_codes_are_kept_on_the_job_and_its_events():
+    """A backend status code as long as the local backend's longest (``local.started_isolated_with_devices``, 35
+    characters) stays a code, so the job's reason and its event read in the viewer's language."""
+    from datetime import datetime, timezone
+
+    from crater_app.cluster.base import WorkloadStatus
+    from crater_app.services.reconcile import status_reason
+
+    code = "local.started_isolated_with_devices"
+    status = WorkloadStatus(uid="u", state="Running", reason="Started", message="started on node1", exit_code=None,
+                            devices=(0,), started_at=datetime.now(timezone.utc), finished_at=None, rev=1, code=code,
+                            args={"node": "node1", "devices": "0"})
+    assert status_reason(status, {}) == ("started on node1", code, {"node": "node1", "devices": "0"})
+    too_long = WorkloadStatus(**{**status.__dict__, "code": "x." + "y" * 63})
+    assert status_reason(too_long, {})[1:] == ("", {})  # wider than jobs.reason_code: the text alone
