@@ -143,16 +143,13 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         "preemptible": spec.preemptible, "reason_code": "", "reason_args": {}, "admitted_at": None,
         "attempt": 1, "requeue_on_preemption": spec.requeue_on_preemption,
     }
-    events = [("Submitted", "job.submitted", {"user": actor.username})]
-    if ctx.backend.name == "local":
-        events.append(("HostEnvironment", "job.host_environment", {"image": spec.image}))
     workload = Workload(
         uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
         command=tuple(spec.command), env=dict(spec.env), working_dir=spec.working_dir, resources=resources,
         accelerator_model=spec.accelerator_model, max_runtime_s=spec.max_runtime, priority=spec.priority,
         created_at=values["created_at"],
     )
-    item = NewJob(values=values, actor=actor, workload=workload, events=events, target=f"{project_name}/{spec.name}#")
+    item = NewJob(values=values, actor=actor, workload=workload, target=f"{project_name}/{spec.name}#")
     job_id, error = ctx.submissions.run(item, lambda batch: _write_submissions(ctx, batch))
     if error is not None:
         if job_id is not None:
@@ -194,14 +191,11 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
             ids = [by_uid[item.values["uid"]] for item in ok]
         if ok:
             at = utcnow()
+            host = ctx.backend.name == "local"
             s.execute(EVENTS.insert(), [
-                event_row(job_id, item.values["phase"], reason, code, args, at=at, message=message)
-                for job_id, item in zip(ids, ok) for reason, code, args, message in _events_of(item)
+                row for job_id, item in zip(ids, ok) for row in _events_of(item, job_id, at, host)
             ])
-            s.execute(_OPERATION_LOGS.insert(), [
-                oplog.row(item.actor, "job:create", f"{item.target}{job_id}", **_oplog_details(item))
-                for job_id, item in zip(ids, ok)
-            ])
+            s.execute(_OPERATION_LOGS.insert(), [_oplog_row(item, job_id) for job_id, item in zip(ids, ok)])
             # Large jobs (rare): their approval requests, and a notification to who may decide them.
             by_job = {item_id: item for item_id, item in zip(ids, ok)}
             for row in admission.approval_rows(ok, ids):
@@ -231,23 +225,28 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
     return results
 
 
-def _events_of(item: NewJob) -> list[tuple[str, str, dict, str]]:
-    """The first events of a written job as ``(reason, code, args, message)``: the submission's own, then ``Held``
-    with the job's reason (code ``hold.<reason_code>``) when held."""
-    out = [(reason, code, args, "") for reason, code, args in item.events]
+def _events_of(item: NewJob, job_id: int, at: datetime, host: bool) -> list[dict]:
+    """The first event rows of job ``job_id``, written at ``at``: ``Submitted``, ``HostEnvironment`` (``host``: the
+    job runs on Crater's own machine, the local backend, where its image is not used), then ``Held`` with the job's
+    reason (code ``hold.<reason_code>``) when held."""
     v = item.values
-    if v["phase"] == JobPhase.HELD.value:
-        out.append(("Held", f"hold.{v['reason_code']}", job_reasons.fresh(v["reason_args"], v["created_at"]),
-                    v["reason"]))
-    return out
+    phase = v["phase"]
+    rows = [event_row(job_id, phase, "Submitted", "job.submitted", {"user": item.actor.username}, at=at)]
+    if host:
+        rows.append(event_row(job_id, phase, "HostEnvironment", "job.host_environment", {"image": v["image"]}, at=at))
+    if phase == JobPhase.HELD.value:
+        rows.append(event_row(job_id, phase, "Held", f"hold.{v['reason_code']}",
+                              job_reasons.fresh(v["reason_args"], v["created_at"]), at=at, message=v["reason"]))
+    return rows
 
 
-def _oplog_details(item: NewJob) -> dict:
-    """The ``code``/``args`` of a submission's operation-log row (``job.created_held`` when it was held)."""
+def _oplog_row(item: NewJob, job_id: int) -> dict:
+    """The operation-log row of a submission (details ``job.created_held`` when it was held)."""
     v = item.values
     if v["phase"] == JobPhase.HELD.value:
-        return {"code": "job.created_held", "args": {"hold": v["reason_code"], "reason": v["reason"][:1500]}}
-    return {}
+        return oplog.row(item.actor, "job:create", f"{item.target}{job_id}", code="job.created_held",
+                         args={"hold": v["reason_code"], "reason": v["reason"][:1500]})
+    return oplog.row(item.actor, "job:create", f"{item.target}{job_id}")
 
 
 def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tuple[int, str]:
@@ -388,7 +387,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
             )).rowcount
             if held:
                 s.execute(EVENTS.insert(), event_row(job.id, JobPhase.CANCELLED.value, "Cancelled", "job.cancelled_by",
-                                                     who, at=now))
+                                                     {"user": actor.username}, at=now))
                 oplog.record(s, actor, "job:cancel", f"#{job.id}", code="job.cancel_held")
                 admission.nudge(ctx)  # the jobs queued behind it may start
         if not held:
@@ -400,7 +399,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
             )).rowcount
             if stopping:
                 s.execute(EVENTS.insert(), event_row(job.id, JobPhase.STOPPING.value, "CancelRequested",
-                                                     "job.cancel_requested", who, at=now))
+                                                     "job.cancel_requested", {"user": actor.username}, at=now))
                 oplog.record(s, actor, "job:cancel", f"#{job.id}")
         s.expire_all()
         uid = job.uid
