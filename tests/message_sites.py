@@ -12,6 +12,7 @@ A site is a call (or a rule's returned tuple) that names a catalogue key and pas
 - ``part(key, **args)`` (a message nested in another one's arguments, ``crater_app.i18n.format.part``): ``key``;
 - the local backend's status messages, ``say(code, **args)`` (``cluster.local.outcomes``) and
   ``AccountError(code, **args)`` (``cluster.local.accounts``): ``event.<code>``;
+- a console form's field error, ``FormError(key, field, **args)`` (``state.forms``): ``key``;
 - the admission rules' values: ``Refusal(field, code, args)`` (``error.<code>``) and ``Hold(code, args)``
   (``hold.<code>``; its arguments are built from the plan's base and are checked by rendering real holds in both
   languages, ``tests/unit/test_event_translations.py``, so only the code is checked here);
@@ -198,6 +199,15 @@ class Scan:
                 everywhere.setdefault(name, set()).add(value)
         #: module-level constants defined once across the package (an imported name resolves to its value)
         self.shared = {name: next(iter(values)) for name, values in everywhere.items() if len(values) == 1}
+        #: every string constant of the sources, and the constant starts of f-strings (``f"phase.{p}"``)
+        self.strings: set[str] = set()
+        self.prefixes: set[str] = set()
+        for module in self.modules.values():
+            for node in ast.walk(module.tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    self.strings.add(node.value)
+                elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+                    self.prefixes.add(str(node.values[0].value))
         self.forwarded: set[tuple[str, str, str]] = set()
         self.sites = {rel: sites for rel, module in self.modules.items() if (sites := self._sites(module))}
 
@@ -255,6 +265,8 @@ class Scan:
             return self._site(module, node, "", _argument(node, 0, "key"), _keywords(node, ("key",)))
         if name in ("say", "AccountError") and module.rel.startswith("crater_app/cluster/"):
             return self._site(module, node, "event.", _argument(node, 0, "code"), _keywords(node, ("code",)))
+        if name == "FormError":
+            return self._site(module, node, "", _argument(node, 0, "key"), _keywords(node, ("key", "field")))
         if name == "Refusal":
             return self._site(module, node, "error.", _argument(node, 1, "code"), _dict_names(_argument(node, 2, "args")))
         if name == "Hold":
@@ -317,3 +329,29 @@ def problems(sites: list[Site]) -> list[str]:
         if (wanted != site.names) if site.check == EXACT else not wanted <= site.names:
             out.append(f"{site.where}: {site.key} uses {sorted(wanted)} but the call passes {sorted(site.names)}")
     return out
+
+
+#: ``{x:term:<prefix>}`` in a template: the word ``x`` is looked up as ``<prefix>.<word>``
+_TERM = re.compile(r"\{[^{}:]+:term:([a-z0-9_.]+)\}")
+
+
+def unused_keys(scan: Scan, table: dict[str, str]) -> list[str]:
+    """The keys of ``table`` (a language's catalogue) that nothing uses, sorted.
+
+    A key is used when a message site names it, when the sources write it whole (``t("jobs.title")``, a constant),
+    or when it is a family member built at run time: ``<prefix><word>`` where ``<prefix>`` ends with ``.`` and is
+    written in the sources (``t_dynamic("phase.", phase)``, ``REASON_PREFIX = "reason."``, ``f"event.{code}"``) or
+    in a template's ``{x:term:<prefix>}``, and ``<word>`` is a string the sources write (a phase, a role, a reason
+    word, a code stored in a row and rendered later).
+    """
+    used = {site.key for sites in scan.sites.values() for site in sites if site.key}
+    families = {p for p in scan.prefixes | scan.strings if p.endswith(".") and len(p) > 1}
+    families |= {f"{prefix}." for template in table.values() for prefix in _TERM.findall(template)}
+    out = []
+    for key in table:
+        if key in used or key in scan.strings:
+            continue
+        if any(key.startswith(prefix) and key[len(prefix):] in scan.strings for prefix in families):
+            continue
+        out.append(key)
+    return sorted(out)
