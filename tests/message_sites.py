@@ -27,7 +27,9 @@ each branch is a site). A call that passes on a code made elsewhere is listed in
 codes are checked. Keyword arguments are literal names (no ``**mapping``), and the English template's placeholders
 are exactly those names - except for a job's reason (``hold.<code>``, a backend's placement reason), whose
 arguments are also data (``reason_args`` in the API, ``expected_at`` to write the estimate when it is read): there
-the placeholders must be among the names.
+the placeholders must be among the names. An event's or a hold's code fits ``jobs.reason_code``
+(``services.reconcile.MAX_CODE_CHARS``): a backend status's code is both the job's reason and its event's, and the
+reconciler keeps only a code that fits.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crater_app import i18n
+from crater_app.services.reconcile import MAX_CODE_CHARS
 
 PKG = Path(i18n.__file__).resolve().parent.parent
 ROOT = PKG.parent
@@ -315,6 +318,9 @@ def problems(sites: list[Site]) -> list[str]:
         pattern = HOLD_CODE if site.key == f"hold.{site.code}" else CODE
         if not pattern.fullmatch(str(site.code)):
             out.append(f"{site.where}: not a code (dotted lower-case words): {site.code!r}")
+            continue
+        if site.key.startswith(("event.", "hold.")) and len(str(site.code)) > MAX_CODE_CHARS:
+            out.append(f"{site.where}: {site.code} is longer than a job's reason code may be ({MAX_CODE_CHARS})")
             continue
         missing = [lang for lang, table in (("en", en), ("zh-CN", zh)) if site.key not in table]
         if missing:

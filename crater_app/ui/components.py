@@ -42,6 +42,14 @@ def t_dynamic(prefix: str, value: rx.Var) -> rx.Var:
     return AppState.tr[rx.Var.create(prefix) + value]
 
 
+def t_format(key: str, **params: rx.Var | str) -> rx.Var:
+    """The text for ``key`` with its ``{name}`` placeholders filled in the browser from ``params`` (Vars)."""
+    text = t(key).to(str)
+    for name, value in params.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
 def phase_badge(phase: rx.Var, size: str = "2") -> rx.Component:
     """A colored status badge with a translated label (the API word stays in ``data-phase``)."""
     return rx.badge(

@@ -72,7 +72,7 @@ def test_signal_name(number, name):
 
 def test_started_states_the_trust_model_and_the_limits():
     isolated = started("node1", (0, 1), "os-account", "crater-alice", 60514, CGROUP, isolated=True)
-    assert isolated["code"] == "local.started_isolated_with_devices"
+    assert isolated["code"] == "local.started_isolated_devices"
     assert isolated["message"] == (
         "started on node1 with devices 0,1 as OS user crater-alice (uid 60514), isolated from Crater's data and "
         "other users' jobs (trust model os-account); limits: 100 × pids, 1 core, 128 MiB memory "

@@ -56,6 +56,9 @@ def test_problems_are_named():
         "x.py:4: error.page.out_of_range uses ['max', 'min'] but the call passes ['max']"]
     assert problems([Site("x.py:5", "error.page.out_of_range", "page.out_of_range", {"min", "max"})]) == []
     assert problems([Site("x.py:6", "hold.queue", "queue", None, CODE_ONLY)]) == []
+    long = "local.started_somewhere_with_devices"
+    assert problems([Site("x.py:8", f"event.{long}", long, set())]) == [
+        f"x.py:8: {long} is longer than a job's reason code may be (32)"]
     assert problems([Site("x.py:7", "hold.requeued", "requeued", {"previous"}, COVERS)])[0].startswith(
         "x.py:7: hold.requeued uses")
 

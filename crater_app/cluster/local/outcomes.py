@@ -87,13 +87,13 @@ def started(node: str, devices: tuple[int, ...], trust: str, account: str, uid: 
     amounts, enforcement = limits.amounts, enforcement_text(limits.enforced_by)
     listed = ",".join(str(d) for d in devices)
     if isolated and devices:
-        return say("local.started_isolated_with_devices", node=node, devices=listed, account=account, uid=uid,
+        return say("local.started_isolated_devices", node=node, devices=listed, account=account, uid=uid,
                    trust=trust, limits=amounts, enforcement=enforcement)
     if isolated:
         return say("local.started_isolated", node=node, account=account, uid=uid, trust=trust, limits=amounts,
                    enforcement=enforcement)
     if devices:
-        return say("local.started_shared_with_devices", node=node, devices=listed, account=account, uid=uid,
+        return say("local.started_shared_devices", node=node, devices=listed, account=account, uid=uid,
                    trust=trust, limits=amounts, enforcement=enforcement)
     return say("local.started_shared", node=node, account=account, uid=uid, trust=trust, limits=amounts,
                enforcement=enforcement)
