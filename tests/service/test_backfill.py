@@ -1,6 +1,6 @@
 """Backfill where a job can wait: the local backend's queue (real processes) and Crater's admission (fair share and
-project quotas, on the FakeBackend boundary). A 1-GPU job no longer waits behind a blocked 2-GPU job while a GPU
-sits idle, as long as it cannot delay it; the waiting jobs say what they wait for, behind which job, and when it is
+project quotas, on the FakeBackend boundary). A 1-GPU job starts ahead of a blocked 2-GPU job on an idle GPU, as
+long as it cannot delay it; the waiting jobs say what they wait for, behind which job, and when it is
 expected to start."""
 
 from __future__ import annotations
