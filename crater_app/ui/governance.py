@@ -1,6 +1,6 @@
 """Components shared by the projects, API-token and operation-log pages: project-role and expiry badges, a
 confirmation dialog driven by state, the admins-only notice and the pager (a form field's error line is
-:func:`crater_app.ui.components.field_error`)."""
+:func:`crater_app.ui.forms.field_error`)."""
 
 from __future__ import annotations
 

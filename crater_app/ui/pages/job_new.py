@@ -5,10 +5,8 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import NewJobState
-from crater_app.ui.components import (
-    MONO, clears, error_callout, field, field_error, invalid, loading, page_header, section_title, shell, t,
-    t_format,
-)
+from crater_app.ui.components import MONO, error_callout, loading, page_header, section_title, shell, t, t_format
+from crater_app.ui.forms import clears, field, field_error, invalid
 
 S = NewJobState
 
