@@ -1,4 +1,4 @@
-"""Issue-7 backbone schema: console sessions, idempotent POSTs, messages as codes, requeued jobs, wider names.
+"""Backbone schema: console sessions, idempotent POSTs, messages as codes, requeued jobs, wider names.
 
 - New table ``console_sessions``: the console's server-side sign-in (secret hashed; expiry, idle timeout, user
   agent, IP, revocation), shared by every tab, worker and replica.

@@ -176,7 +176,7 @@ class Job(SQLModel, table=True):
     started_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     finished_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     resubmitted_from: Optional[int] = None
-    # Migration 0004 (issue 3):
+    # Governance (migration 0004):
     kind: str = Field(default="batch", max_length=16)  # ``batch`` or ``interactive`` (counts as a session)
     preemptible: bool = False  # Crater's "backfill": may be stopped to give a project its deserved share
     reclaim_lock: bool = False  # approved lock against automatic reclamation

@@ -1,7 +1,7 @@
 """Billing in points: prices, the cost of a run, and which balance pays it. Pure; :mod:`crater_app.services.billing`
 keeps the books.
 
-Model (issue 3: Crater's reference design bills in points with a free allowance per account member; the price
+Model (Crater's reference design bills in points with a free allowance per account member; the price
 of a job is computed like Slurm's ``TRESBillingWeights``: a weight per resource, times the allocation, times time):
 
 - A price is points per hour for one unit of a resource: ``cpu`` per core, ``memory`` per GiB, an accelerator

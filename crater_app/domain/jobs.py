@@ -41,9 +41,10 @@ _IMAGE = re.compile(
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 # Environment names the platform sets itself; a spec may not override them.
 RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRATER_JOB_UID"})
-#: pydantic error types of a wrong JSON type -> the type the field takes (code ``job.field_<type>``)
-_TYPE_ERRORS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
-                "list_type": "list", "dict_type": "object", "int_from_float": "integer"}
+#: pydantic error types of a wrong JSON type -> the error's code, which names the type the field takes
+_TYPE_ERRORS = {"string_type": "job.field_string", "int_type": "job.field_integer", "int_parsing": "job.field_integer",
+                "bool_type": "job.field_boolean", "list_type": "job.field_list", "dict_type": "job.field_object",
+                "int_from_float": "job.field_integer"}
 
 
 class JobPhase(str, enum.Enum):
@@ -237,7 +238,7 @@ def validate_spec(raw: object) -> JobSpec:
         if kind == "missing":
             raise InvalidInput("job.field_required", loc, name=name) from None
         if kind in _TYPE_ERRORS:
-            raise InvalidInput(f"job.field_{_TYPE_ERRORS[kind]}", loc, name=name) from None
+            raise InvalidInput(_TYPE_ERRORS[kind], loc, name=name) from None
         raise InvalidInput("job.field_invalid", loc, name=name, detail=str(err["msg"])[:200]) from None
     check_dns1123_label(spec.name, "name")
     if spec.project is not None:

@@ -204,9 +204,7 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
         lack = _shortfall(req, cpu, mem, devices)
         if head is None and lack is not None:
             head = _reserve(req, devices, cpu, mem, running, clock, lack[0])
-            estimate = backfill.estimate_args(head.reservation, now)
-            code = "placement.waiting" if estimate["expected_at"] else "placement.waiting_unbounded"
-            reasons[req.uid] = (code, {"request": lack[0], "free": lack[1], **estimate})
+            reasons[req.uid] = waiting_reason(lack[0], lack[1], backfill.estimate_args(head.reservation, now))
             continue
         if head is not None:
             picked = None
@@ -221,10 +219,8 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
                         head.cpu_m -= req.cpu_m
                         head.memory_bytes -= req.memory_bytes
             if picked is None:
-                estimate = backfill.estimate_args(head.reservation, now)
-                code = "placement.queued" if estimate["expected_at"] else "placement.queued_unbounded"
-                reasons[req.uid] = (code, {"position": len(reasons) + 1, "blocker": head.request.uid,
-                                           "blocker_request": head.lacking, **estimate})
+                reasons[req.uid] = queued_reason(len(reasons) + 1, head.request.uid, head.lacking,
+                                                 backfill.estimate_args(head.reservation, now))
                 continue
         else:
             picked = _pick(req, devices) or []
@@ -234,6 +230,28 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
         placed[req.uid] = tuple(sorted(d.index for d in picked))
     waiting = {uid: _message(code, args) for uid, (code, args) in reasons.items()}
     return Decision(placed=placed, waiting=waiting, reasons=reasons)
+
+
+def waiting_reason(request: dict[str, int], free: dict[str, int], estimate: dict) -> tuple[str, dict]:
+    """``(code, args)`` of the first request that does not fit (the head): ``placement.waiting`` with ``request`` and
+    ``free`` (resource lists of what it lacks) and the estimate (``expected_at``, ISO 8601 UTC, and ``wait``,
+    seconds), or ``placement.waiting_unbounded`` (``expected_at`` ``None``) when no start can be estimated."""
+    if estimate.get("expected_at"):
+        return "placement.waiting", {"request": request, "free": free, "expected_at": estimate["expected_at"],
+                                     "wait": estimate.get("wait")}
+    return "placement.waiting_unbounded", {"request": request, "free": free, "expected_at": None}
+
+
+def queued_reason(position: int, blocker: str, lacking: dict[str, int], estimate: dict) -> tuple[str, dict]:
+    """``(code, args)`` of a request waiting behind the head: ``placement.queued`` with its ``position`` (1-based,
+    among the waiting), the head's uid (``blocker``, named by its job later) and what the head lacks
+    (``blocker_request``) and the head's estimate (``expected_at``, ``wait``), or ``placement.queued_unbounded``
+    without one."""
+    if estimate.get("expected_at"):
+        return "placement.queued", {"position": position, "blocker": blocker, "blocker_request": lacking,
+                                    "expected_at": estimate["expected_at"], "wait": estimate.get("wait")}
+    return "placement.queued_unbounded", {"position": position, "blocker": blocker, "blocker_request": lacking,
+                                          "expected_at": None}
 
 
 def never_fits(req: Request, cpu_m: int, memory_bytes: int,

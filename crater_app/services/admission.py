@@ -73,12 +73,11 @@ class AdmissionRefused(Unschedulable):
 class NewJob:
     """One submission as admission sees it: the prepared ``values`` of the jobs row (updated in place with the
     outcome: ``phase``, ``reason``, ``reason_code``, ``reason_args``, ``admitted_at``, ``max_runtime_s``), the
-    submitter and the ``workload`` for the backend; ``events`` the first events as ``(reason, code, args)``."""
+    submitter and the ``workload`` for the backend."""
 
     values: dict
     actor: Actor
     workload: Workload
-    events: list[tuple[str, str, dict]]
     target: str = ""
     approval: bool = False
     error: Exception | None = None
@@ -214,7 +213,7 @@ def _apply(ctx: ServiceContext, snap: Snapshot, queues: HeldQueues, plan: Plan,
             args["position"] = 1 + queues.ahead(demand.project_id, demand.priority) + sum(
                 1 for k in batch_keys if k < mine)
             args["held"] = sum(queues.counts.get(demand.project_id, {}).values()) + len(batch_keys)
-        _hold_values(v, Hold(hold.code, args))
+        _hold_values(v, replace(hold, args=args))
     if any(key not in {d.key for _, d in candidates} for key in plan.admit) or plan.preempt:
         nudge(ctx)  # held jobs may start, or a preemption is due: the loop carries it out
 

@@ -213,18 +213,23 @@ def _preempt(s, ctx: ServiceContext, snap: Snapshot, preemptions: list, started:
         victims_done.add(p.victim)
         victim_project = snap.quotas[row.project_id].name if row.project_id in snap.quotas else str(row.project_id)
         ben_project = snap.quotas[beneficiary.project_id].name
-        args = job_reasons.preempted_args(job_reasons.plain(p.args), beneficiary.id, beneficiary.name, ben_project,
-                                          row.attempt)
+        numbers = job_reasons.plain(p.args)  # the projects' usage and deserved shares (resource lists)
+        args = job_reasons.preempted_args(numbers, beneficiary.id, beneficiary.name, ben_project, row.attempt)
         s.execute(_JOBS.update().where(c.id == row.id).values(
             phase=JobPhase.STOPPING.value, stop_requested_at=now, reason_code=PREEMPTED, reason_args=args,
             reason=job_reasons.english(PREEMPTED, args)))
-        reclaim_args = {"project": ben_project, "victim_id": row.id, "victim": row.name,
-                        "victim_project": victim_project}
         s.execute(EVENTS.insert(), [
-            event_row(row.id, JobPhase.STOPPING.value, "Preempted", "job.preempted_for", args, at=now),
-            event_row(beneficiary.id, JobPhase.QUEUED.value, "Reclaiming", "job.reclaiming", reclaim_args, at=now),
+            event_row(row.id, JobPhase.STOPPING.value, "Preempted", "job.preempted_for", {
+                "beneficiary_id": beneficiary.id, "beneficiary": beneficiary.name, "beneficiary_project": ben_project,
+                "beneficiary_used": numbers["beneficiary_used"],
+                "beneficiary_deserved": numbers["beneficiary_deserved"], "project": numbers["project"],
+                "used": numbers["used"], "deserved": numbers["deserved"]}, at=now),
+            event_row(beneficiary.id, JobPhase.QUEUED.value, "Reclaiming", "job.reclaiming", {
+                "project": ben_project, "victim_id": row.id, "victim": row.name, "victim_project": victim_project},
+                at=now),
         ])
-        oplog.record(s, None, "job:preempt", f"{victim_project}/{row.name}#{row.id}", code="job.preempted_for",
-                     args=args)
+        oplog.record(s, None, "job:preempt", f"{victim_project}/{row.name}#{row.id}", code="job.preempted_for", args={
+            "beneficiary_id": beneficiary.id, "beneficiary": beneficiary.name, "beneficiary_project": ben_project,
+            "project": numbers["project"], "used": numbers["used"], "deserved": numbers["deserved"]})
         out.append((row.uid, job_reasons.preempted_message(args)))
     return out

@@ -216,8 +216,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
                          args={"issuer": identity.issuer})
         elif user.status != "active":
             if user.status == "pending":
-                raise oidc.OidcError("auth.account_pending", "account", status=user.status)
-            raise oidc.OidcError("auth.account_disabled", "account", status=user.status)
+                raise oidc.OidcError("auth.account_pending", "account")
+            raise oidc.OidcError("auth.account_disabled", "account")
         else:
             user.email = email or user.email
             user.display_name = display_name or user.display_name
@@ -226,11 +226,10 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
         s.flush()
         code = sign_in.issue_sign_in_code(s, user.id)
         who = Actor(user.id, user.username, user.role)
-        args = {"issuer": identity.issuer, "subject": identity.subject[:80], "groups": notes or ["-"]}
-        if created:
-            oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in_new", args=args)
-        else:
-            oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in", args=args)
+        subject, memberships = identity.subject[:80], notes or ["-"]
+        oplog.record(s, who, "auth:oidc", user.username,
+                     code="auth.oidc_signed_in_new" if created else "auth.oidc_signed_in",
+                     args={"issuer": identity.issuer, "subject": subject, "groups": memberships})
         username = user.username
     forget_user(ctx, user.id)
     return SignIn(username=username, code=code, next_path=next_path)

@@ -240,13 +240,14 @@ class Reconciler:
                     self.ctx.backend.create(workload_of(job, project, user))
                     s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Resubmitted", "job.resubmitted"))
                     continue
-                lost = "job.lost" if job.phase == JobPhase.RUNNING.value else "job.lost_stopping"
-                job.phase = JobPhase.FAILED.value if lost == "job.lost" else JobPhase.CANCELLED.value
+                running = job.phase == JobPhase.RUNNING.value
+                lost = "job.lost" if running else "job.lost_stopping"
+                job.phase = JobPhase.FAILED.value if running else JobPhase.CANCELLED.value
                 job.reason, job.reason_code, job.reason_args = job_reasons.english(lost, {}), lost, {}
                 job.finished_at = utcnow()
                 s.add(job)
                 s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Lost",
-                                                     "job.lost_record" if lost == "job.lost" else lost))
+                                                     "job.lost_record" if running else "job.lost_stopping"))
         return fixed
 
 

@@ -17,7 +17,7 @@ from crater_app.services.admission import AdmissionRefused
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import counts, drive_until, events, job_row, spec, wait_for
+from tests.helpers import counts, drive_until, events, job_row, signed_in, spec, two_teams, wait_for
 
 pytestmark = pytest.mark.both_databases  # admission locks project rows (FOR UPDATE) and sums usage in SQL
 
@@ -33,16 +33,9 @@ def lab(make_ctx):
     for name in ("alice", "bob"):
         projects.set_member(world.ctx, world.admin, "lab", name, "member")
     quotas.set_quota(world.ctx, world.admin, "lab", {"capability": {GPU: 2}})
-    world.alice = _actor(world, "alice")
-    world.bob = _actor(world, "bob")
+    world.alice = signed_in(world, "alice")
+    world.bob = signed_in(world, "bob")
     return world, fake
-
-
-def _actor(world, name):
-    from crater_app.services import identity
-
-    world.ctx.identities.clear()
-    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def _job(name, gpus, command=None, **fields):
@@ -227,11 +220,7 @@ def test_preemption_reclaims_for_a_project_below_its_deserved_share(make_ctx):
     fake = FakeBackend(gpu_devices(4))
     world = populate(make_ctx(backend=fake))
     ctx, admin = world.ctx, world.admin
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 2}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 2)
     loop = LeaderLoop(ctx)
     # team-b borrows the idle machine with preemptible jobs; the last one asks not to be requeued.
     borrowed = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
@@ -277,11 +266,7 @@ def test_preempted_jobs_end_failed_after_their_last_attempt(make_ctx):
     world = populate(make_ctx(backend=fake))
     ctx, admin = world.ctx, world.admin
     ctx.settings.max_attempts = 1
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
                                             preemptible=True)) for i in range(2)]
@@ -298,11 +283,7 @@ def test_non_preemptible_jobs_are_never_stopped(make_ctx):
     fake = FakeBackend(gpu_devices(2))
     world = populate(make_ctx(backend=fake))
     ctx, admin = world.ctx, world.admin
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     hogs = [jobs.submit_job(ctx, bob, spec(f"hog-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1}))
             for i in range(2)]

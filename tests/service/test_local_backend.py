@@ -195,7 +195,7 @@ def test_without_isolation_the_job_says_it_runs_as_craters_user(tmp_path):
         w = workload(["sleep", "30"], gpus=1)
         be.create(w)
         st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
-        assert st.code == "local.started_shared_with_devices" and st.args["trust"] == "off"
+        assert st.code == "local.started_shared_devices" and st.args["trust"] == "off"
         assert st.args["uid"] == os.geteuid() and "not isolated" in st.message
         assert be.inventory()[0].isolation == "off"
     finally:

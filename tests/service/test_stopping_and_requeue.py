@@ -8,20 +8,13 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 from crater_app.cluster.base import WorkloadStatus
-from crater_app.services import identity, jobs, nodes, projects, quotas
+from crater_app.services import jobs, nodes, quotas
 from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import drive_until, events, job_row, spec, wait_for
+from tests.helpers import drive_until, events, job_row, spec, two_teams, wait_for
 
 GPU = "nvidia.com/gpu"
-
-
-def _actor(world, name):
-    from crater_app.services import users
-
-    world.ctx.identities.clear()
-    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def _phases(ctx, job_id):
@@ -109,11 +102,7 @@ def test_requeue_and_stopping_end_to_end_on_the_local_backend(make_ctx):
     its second attempt, and runs again under the same uid (same folder: its log goes on) when room appears."""
     world = populate(make_ctx(gpus=2, cancel_grace_s=0.5))
     ctx, admin = world.ctx, world.admin
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sh", "-c", f"echo run of fill-{i}; sleep 60"],
                                             project="team-b", resources={GPU: 1}, preemptible=True))

@@ -1,19 +1,15 @@
-"""cluster.local.outcomes: a workload's end as state, reason, code + args and exit status; every code the local
-backend emits or raises is in both catalogues with the same placeholders."""
+"""cluster.local.outcomes: a workload's end as state, reason, code + args and exit status (that every code the local
+backend emits or raises is in both catalogues is checked by tests/unit/test_message_codes.py)."""
 
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from crater_app import i18n
-from crater_app.cluster import local
 from crater_app.cluster.local.outcomes import Limits, enforcement_text, finished, signal_name, started, stopping
 from crater_app.cluster.local.processes import ExitStatus
-from crater_app.i18n.format import placeholders
 
 MiB = 1024**2
 CGROUP = Limits({"cpu": 1000, "memory": 128 * MiB, "pids": 100},
@@ -76,10 +72,11 @@ def test_signal_name(number, name):
 
 def test_started_states_the_trust_model_and_the_limits():
     isolated = started("node1", (0, 1), "os-account", "crater-alice", 60514, CGROUP, isolated=True)
-    assert isolated["code"] == "local.started_isolated_with_devices"
+    assert isolated["code"] == "local.started_isolated_devices"
     assert isolated["message"] == (
         "started on node1 with devices 0,1 as OS user crater-alice (uid 60514), isolated from Crater's data and "
-        "other users' jobs; limits: 100 × pids, 1 core, 128 MiB memory (cgroup v1 (cpu, memory, pids))")
+        "other users' jobs (trust model os-account); limits: 100 × pids, 1 core, 128 MiB memory "
+        "(cgroup v1 (cpu, memory, pids))")
     shared = started("node1", (), "not-root", "crater", 1000, RLIMIT, isolated=False)
     assert shared["code"] == "local.started_shared"
     assert "not isolated" in shared["message"] and "trust model not-root" in shared["message"]
@@ -103,34 +100,3 @@ def test_limits_round_trip():
     limits = Limits({"memory": 5}, {"memory": "cgroup v2"}, {"version": 2, "folders": ["/x"], "memory": "/x"})
     assert Limits.from_json(limits.to_json()) == limits
     assert Limits.from_json("not json") == Limits() == Limits.from_json(None)
-
-
-def _codes_in_package() -> tuple[set[str], set[str]]:
-    """Every ``local.*`` code the package's sources name: as status codes (``say``/``AccountError``) and as errors
-    (``InvalidInput``)."""
-    events, errors = set(), set()
-    for path in Path(local.__file__).parent.glob("*.py"):
-        source = path.read_text()
-        errors.update(re.findall(r'InvalidInput\(\s*"(local\.[a-z_.]+)"', source))
-        events.update(re.findall(r'(?:say|AccountError)\(\s*"(local\.[a-z_.]+)"', source))
-        events.update(re.findall(r'"(local\.(?:started|stopping)_[a-z_]+)"', source))
-    return events, errors
-
-
-def test_every_code_is_in_both_catalogues_with_the_same_placeholders():
-    events, errors = _codes_in_package()
-    assert {"local.oom_killed", "local.killed_by_signal", "local.started_isolated"} <= events
-    assert {"local.gpus_format", "local.mode", "local.isolation_unavailable"} <= errors
-    keys = [f"event.{c}" for c in events] + [f"event.{c}_with_devices" for c in events if c.startswith("local.started")]
-    keys += [f"error.{c}" for c in errors]
-    en, zh = i18n.messages("en"), i18n.messages("zh-CN")
-    for key in keys:
-        assert key in en and key in zh, key
-        assert placeholders(en[key]) == placeholders(zh[key]), key
-
-
-def test_the_area_catalogues_have_the_same_keys():
-    folder = Path(i18n.__file__).parent / "local"
-    en = json.loads((folder / "en.json").read_text(encoding="utf-8"))
-    zh = json.loads((folder / "zh-CN.json").read_text(encoding="utf-8"))
-    assert set(en) == set(zh)

@@ -19,7 +19,6 @@ from crater_app.cluster.local.store import CANCELLED, FAILED, SUCCEEDED
 STOP_CANCELLED, STOP_DEADLINE = "Cancelled", "DeadlineExceeded"
 #: the exit code a shell reports for a process killed by signal ``n`` is ``SIGNAL_BASE + n``
 SIGNAL_BASE = 128
-_TRUST_CODES = {True: "local.started_isolated", False: "local.started_shared"}
 
 
 def english(code: str, args: dict) -> str:
@@ -83,13 +82,21 @@ class Limits:
 
 def started(node: str, devices: tuple[int, ...], trust: str, account: str, uid: int, limits: Limits,
             isolated: bool) -> dict[str, str]:
-    """The ``Running`` status' message: where it runs, as whom (the trust model), and its limits."""
-    code = _TRUST_CODES[isolated] + ("_with_devices" if devices else "")
-    args: dict[str, object] = {"node": node, "account": account, "uid": uid, "trust": trust,
-                               "limits": limits.amounts, "enforcement": enforcement_text(limits.enforced_by)}
+    """The ``Running`` status' message: where it runs, as whom (``isolated``: its own OS account; else Crater's),
+    under which ``trust`` model, on which devices (when it has some) and with which limits."""
+    amounts, enforcement = limits.amounts, enforcement_text(limits.enforced_by)
+    listed = ",".join(str(d) for d in devices)
+    if isolated and devices:
+        return say("local.started_isolated_devices", node=node, devices=listed, account=account, uid=uid,
+                   trust=trust, limits=amounts, enforcement=enforcement)
+    if isolated:
+        return say("local.started_isolated", node=node, account=account, uid=uid, trust=trust, limits=amounts,
+                   enforcement=enforcement)
     if devices:
-        args["devices"] = ",".join(str(d) for d in devices)
-    return say(code, **args)
+        return say("local.started_shared_devices", node=node, devices=listed, account=account, uid=uid,
+                   trust=trust, limits=amounts, enforcement=enforcement)
+    return say("local.started_shared", node=node, account=account, uid=uid, trust=trust, limits=amounts,
+               enforcement=enforcement)
 
 
 def stopping(stop_reason: str, reason_text: str = "", max_runtime_s: int | None = None) -> dict[str, str]:
@@ -138,8 +145,8 @@ def finished(exit: ExitStatus | None, *, stop_reason: str | None = None, stop_te
         return Outcome(FAILED, "DeadlineExceeded", say("local.deadline_exceeded", max_runtime_s=max_runtime_s or 0),
                        code, sig)
     if exit is None:
-        lost = "local.process_lost_adopted" if adopted else "local.process_lost"
-        return Outcome(FAILED, "ProcessLost", say(lost), None, None)
+        return Outcome(FAILED, "ProcessLost", say("local.process_lost_adopted" if adopted else "local.process_lost"),
+                       None, None)
     if oom_kills and code != 0:
         memory = limits.amounts.get("memory", 0)
         return Outcome(FAILED, "OOMKilled", say("local.oom_killed", limit=memory, exit_code=code,
@@ -147,8 +154,8 @@ def finished(exit: ExitStatus | None, *, stop_reason: str | None = None, stop_te
     if code == 0:
         return Outcome(SUCCEEDED, "Completed", say("local.exited", exit_code=0), 0, None)
     if sig is not None:
-        return Outcome(FAILED, "Signaled", say("local.killed_by_signal", signal=signal_name(sig), number=sig,
-                                               exit_code=code), code, sig)
+        return Outcome(FAILED, "Signaled", say("local.killed_by_signal", signal=signal_name(sig), exit_code=code),
+                       code, sig)
     if limits.enforced_by.get("memory") == "RLIMIT_DATA":
         return Outcome(FAILED, "Error", say("local.exited_memory_rlimit", exit_code=code,
                                             limit=limits.amounts.get("memory", 0)), code, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Mapping
 
@@ -110,7 +110,7 @@ def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[
             outcome = ctx.consider(d, i + 1, len(queue))
             if outcome is not None and outcome.code in BLOCKING:
                 head = blocked[project_id] = ctx.block(d, outcome, i + 1)
-                outcome = Hold(outcome.code, {**outcome.args, **ctx.estimate(head)})
+                outcome = replace(outcome, args={**outcome.args, **ctx.estimate(head)})
         else:
             outcome = ctx.behind(d, i + 1, len(queue), head)
         if outcome is not None:
