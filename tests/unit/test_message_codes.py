@@ -11,6 +11,8 @@ import ast
 
 import pytest
 
+from crater_app.services.reconcile import MAX_CODE_CHARS
+
 from tests.message_sites import CODE_ONLY, COVERS, FORWARDING, RULES, Scan, Site, problems
 
 SCAN = Scan()
@@ -56,9 +58,9 @@ def test_problems_are_named():
         "x.py:4: error.page.out_of_range uses ['max', 'min'] but the call passes ['max']"]
     assert problems([Site("x.py:5", "error.page.out_of_range", "page.out_of_range", {"min", "max"})]) == []
     assert problems([Site("x.py:6", "hold.queue", "queue", None, CODE_ONLY)]) == []
-    long = "local.started_somewhere_with_devices"
-    assert problems([Site("x.py:8", f"event.{long}", long, set())]) == [
-        f"x.py:8: {long} is longer than a job's reason code may be (32)"]
+    long = "local." + "started_somewhere_with_devices_" * 2
+    assert problems([Site("x.py:8", f"event.{long}", long, set())])[0] == (
+        f"x.py:8: {long} is longer than a job's reason code may be ({MAX_CODE_CHARS})")
     assert problems([Site("x.py:7", "hold.requeued", "requeued", {"previous"}, COVERS)])[0].startswith(
         "x.py:7: hold.requeued uses")
 
