@@ -38,6 +38,7 @@ FORWARDING = {
     ("crater_app/services/oplog.py", "record"),
     ("crater_app/services/oplog.py", "details_text"),
     ("crater_app/services/job_events.py", "event_row"),
+    ("crater_app/cluster/local/outcomes.py", "stopping"),  # nests the code a cancel came with (ClusterBackend.cancel)
 }
 
 
