@@ -111,11 +111,12 @@ def derive_username(text: str, fallback: str = "user") -> str:
     return derived if is_username(derived) else fallback
 
 
-def _hash_suffix(name: str) -> str:
-    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:SLUG_HASH_CHARS]
+def _hash_suffix(name: str, size: int = SLUG_HASH_CHARS) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:size]
 
 
-def safe_slug(name: str, max_length: int = DNS1123_LABEL_MAX) -> str:
+def safe_slug(name: str, max_length: int = DNS1123_LABEL_MAX, *, hash_chars: int = SLUG_HASH_CHARS,
+              always_hash: bool = False) -> str:
     """A stable, collision-free DNS label for ``name`` (a user name), for Kubernetes object names and label values.
 
     Modelled on JupyterHub kubespawner's ``safe_slug`` (kubespawner/slugs.py): a name that already is an RFC 1035
@@ -127,20 +128,24 @@ def safe_slug(name: str, max_length: int = DNS1123_LABEL_MAX) -> str:
     contains ``--`` and a changed one always ends in ``---`` + hash, so two different names never share a slug
     (up to the 32-bit hash): ``Alice`` -> ``alice---<hash>`` while ``alice`` -> ``alice``.
 
+    ``hash_chars`` (default 8) hex digits of the hash, and ``always_hash`` (the hashed form even for a name that
+    could be kept), give the further candidates of one scheme where a slug is already taken by something that is
+    not the name's (an OS account name, :mod:`crater_app.cluster.local.accounts`).
+
     Raises:
-        ValueError: ``max_length`` below 13 (no room for a safe part and the hash).
+        ValueError: ``max_length`` below ``hash_chars + 5`` (13 by default: no room for a safe part and the hash).
     """
-    room = max_length - len(_SLUG_SEPARATOR) - SLUG_HASH_CHARS
+    room = max_length - len(_SLUG_SEPARATOR) - hash_chars
     if room < 2:
-        raise ValueError(f"a slug needs at least {len(_SLUG_SEPARATOR) + SLUG_HASH_CHARS + 2} characters")
-    if "--" not in name and len(name) <= max_length and _DNS1035_LABEL.fullmatch(name):
+        raise ValueError(f"a slug needs at least {len(_SLUG_SEPARATOR) + hash_chars + 2} characters")
+    if not always_hash and "--" not in name and len(name) <= max_length and _DNS1035_LABEL.fullmatch(name):
         return name
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii").lower()
     safe = _NOT_SLUG.sub("-", folded).strip("-")
     if safe and not safe[0].isalpha():
         safe = "x-" + safe
     safe = safe[:room].rstrip("-") or "x"
-    return f"{safe}{_SLUG_SEPARATOR}{_hash_suffix(name)}"
+    return f"{safe}{_SLUG_SEPARATOR}{_hash_suffix(name, hash_chars)}"
 
 
 def check_dns1123_label(value: object, field: str) -> str:

@@ -302,7 +302,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
         uid = job.uid
     if not held:
         try:
-            ctx.backend.cancel(uid, job_reasons.english("job.cancelled_by", who))
+            ctx.backend.cancel(uid, job_reasons.english("job.cancelled_by", who), code="job.cancelled_by", args=who)
         except KeyError:
             pass  # never reached the backend: the reconciler's repair() marks it Cancelled
     ctx.kick.set()

@@ -7,8 +7,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
+import pytest
+
 from crater_app.cluster.base import WorkloadStatus
-from crater_app.services import jobs, nodes, quotas
+from crater_app.services import identity, job_reasons, jobs, nodes, projects, quotas
 from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
@@ -44,6 +46,7 @@ def test_a_cancelled_job_is_stopping_and_holds_its_devices_and_quota_until_it_ha
     # Once it has stopped: Cancelled, and the held job takes the quota.
     row = drive_until(loop, running.id, "Cancelled")
     assert row.exit_code == 143 and row.exit_signal == 15 and row.reason == "cancelled by alice"
+    assert (row.reason_code, row.reason_args) == ("job.cancelled_by", {"user": "alice"})
     assert _phases(ctx, running.id)[-3:] == ["Running", "Stopping", "Cancelled"]
     assert [e.reason for e in events(ctx, running.id)].count("CancelRequested") == 1
     drive_until(loop, waiting.id, "Running")
@@ -132,3 +135,19 @@ def test_requeue_and_stopping_end_to_end_on_the_local_backend(make_ctx):
     stopping = jobs.cancel_job(ctx, bob, victim.id)
     assert stopping.phase == "Stopping"
     assert drive_until(loop, victim.id, "Cancelled", timeout=15).attempt == 2
+
+
+@pytest.mark.local_backend
+def test_a_cancelled_jobs_final_reason_on_the_local_backend_is_a_code(make_ctx):
+    """The local backend reported a cancelled job's end as English text without a code, so it read in English
+    in the Chinese console."""
+    world = populate(make_ctx(gpus=1, cancel_grace_s=0.5))
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("c", ["sleep", "60"]))
+    drive_until(loop, job.id, "Running", timeout=15)
+    jobs.cancel_job(ctx, world.alice, job.id)
+    row = drive_until(loop, job.id, "Cancelled", timeout=15)
+    assert (row.reason_code, row.reason_args, row.reason) == ("job.cancelled_by", {"user": "alice"},
+                                                              "cancelled by alice")
+    assert job_reasons.reason_text("zh-CN", row.reason_code, row.reason_args, row.reason) == "已被 alice 取消"
+    assert [(e.phase, e.code) for e in events(ctx, job.id)][-1] == ("Cancelled", "job.cancelled_by")

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from crater_app import i18n
-from crater_app.cluster.local.outcomes import Limits, enforcement_text, finished, signal_name, started, stopping
+from crater_app.cluster.local.outcomes import (Limits, cancelled, enforcement_text, finished, signal_name, started,
+                                               stopping)
 from crater_app.cluster.local.processes import ExitStatus
 
 MiB = 1024**2
@@ -33,14 +34,20 @@ RLIMIT = Limits({"memory": 128 * MiB}, {"memory": "RLIMIT_DATA"})
          "exited with code 0"),
         (ExitStatus(1), {"limits": RLIMIT}, "Failed", "Error", "local.exited_memory_rlimit", 1, None,
          "exited with code 1; its memory was limited to 128 MiB by RLIMIT_DATA, so an allocation past that fails"),
-        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "cancelled by alice", "stop_sent": True},
-         "Cancelled", "Cancelled", "", 143, 15, "cancelled by alice"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "cancelled by alice", "stop_sent": True,
+                               "stop_code": "job.cancelled_by", "stop_args": {"user": "alice"}},
+         "Cancelled", "Cancelled", "job.cancelled_by", 143, 15, "cancelled by alice"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_sent": True, "stop_code": "job.cancelled_by",
+                               "stop_args": {"user": "alice"}},
+         "Cancelled", "Cancelled", "job.cancelled_by", 143, 15, "cancelled by alice"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "make room", "stop_sent": True},
+         "Cancelled", "Cancelled", "local.cancelled_because", 143, 15, "cancelled: make room"),
         (ExitStatus(0), {"stop_reason": "Cancelled", "stop_sent": True}, "Cancelled", "Cancelled", "local.cancelled",
          0, None, "cancelled"),
-        (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True}, "Cancelled", "Cancelled", "", 137,
-         9, "x"),
+        (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True}, "Cancelled", "Cancelled",
+         "local.cancelled_because", 137, 9, "cancelled: x"),
         (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True, "runner_signal": 15}, "Cancelled",
-         "Cancelled", "", 143, 15, "x"),
+         "Cancelled", "local.cancelled_because", 143, 15, "cancelled: x"),
         (ExitStatus(143, 15), {"stop_reason": "DeadlineExceeded", "stop_sent": True, "max_runtime_s": 90}, "Failed",
          "DeadlineExceeded", "local.deadline_exceeded", 143, 15, "max_runtime of 1m 30s exceeded"),
         (None, {}, "Failed", "ProcessLost", "local.process_lost", None, None,
@@ -94,6 +101,24 @@ def test_enforcement_text():
 def test_stopping_messages():
     assert stopping("Cancelled", "cancelled by bob")["message"] == "stopping: cancelled by bob"
     assert stopping("DeadlineExceeded", max_runtime_s=3600)["message"] == "stopping: max_runtime of 1h exceeded"
+
+
+def test_a_cancel_with_a_code_reads_in_chinese_while_stopping_and_once_cancelled():
+    """A cancel reason given as a code keeps it: the Stopping status nests it, the Cancelled one is it."""
+    columns = stopping("Cancelled", "cancelled by bob", code="job.cancelled_by", args={"user": "bob"})
+    assert columns["message"] == "stopping: cancelled by bob"
+    args = json.loads(columns["args"])
+    assert i18n.render("zh-CN", f"event.{columns['code']}", args) == "正在停止：已被 bob 取消"
+    final = finished(ExitStatus(143, 15), stop_reason="Cancelled", stop_text="cancelled by bob",
+                     stop_code="job.cancelled_by", stop_args={"user": "bob"}, stop_sent=True)
+    assert (final.message["code"], json.loads(final.message["args"])) == ("job.cancelled_by", {"user": "bob"})
+    assert i18n.render("zh-CN", "event.job.cancelled_by", {"user": "bob"}) == "已被 bob 取消"
+
+
+def test_a_cancel_without_a_code_still_has_one():
+    assert cancelled("make room")["code"] == "local.cancelled_because"
+    assert i18n.render("zh-CN", "event.local.cancelled_because", {"reason": "x"}) == "已取消：x"
+    assert cancelled("")["code"] == "local.cancelled"
 
 
 def test_limits_round_trip():

@@ -136,6 +136,21 @@ def test_slug_length():
         safe_slug("alice", max_length=12)
 
 
+def test_slug_hash_forms():
+    """The further candidates of the same scheme (for a slug already taken): the hashed form of a kept name, and
+    longer hashes; the hash is always SHA-256 of the name, so the 8-digit form is a prefix of the longer ones."""
+    hashed8 = safe_slug("alice", always_hash=True)
+    hashed16 = safe_slug("alice", hash_chars=16, always_hash=True)
+    assert safe_slug("alice") == "alice"
+    assert hashed8.startswith("alice---") and len(hashed8) == len("alice---") + 8
+    assert hashed16.startswith(hashed8) and len(hashed16) == len("alice---") + 16
+    assert safe_slug("Élodie", hash_chars=12) == safe_slug("Élodie", hash_chars=12, always_hash=True)
+    assert safe_slug("Élodie", hash_chars=12).startswith(safe_slug("Élodie"))
+    assert len(safe_slug("x" * 64, 25, hash_chars=16)) == 25
+    with pytest.raises(ValueError):
+        safe_slug("alice", max_length=20, hash_chars=16)
+
+
 @pytest.mark.parametrize(("value", "code", "args"), [
     (7, "name.not_string", {"field_name": "name"}),
     ("", "name.empty", {"field_name": "name"}),
