@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from itertools import islice
 
 import pytest
 
@@ -24,7 +25,7 @@ def test_a_user_name_that_is_its_own_slug_is_the_account_name(user, first):
 @pytest.mark.parametrize("user", ["张三", "Élodie", "Alice", "a.b@example.org", "x" * 64, "ｚｈａｎｇ", "-lead",
                                   "bob_2", "_svc", "a--b", "2fast"])
 def test_other_names_get_the_slug_hash_and_stay_valid(user):
-    names = list(account_names(user))
+    names = list(islice(account_names(user), 3))
     assert len(names) == len(set(names)) == 3, names
     for name in names:
         assert POSIX_NAME.fullmatch(name) and len(name) <= NAME_MAX and name.startswith("crater-"), name
@@ -48,17 +49,18 @@ def test_the_hashes_are_the_slugs_own():
 
 
 def test_a_kept_name_falls_back_to_its_hashed_forms():
-    assert list(account_names("alice")) == [
+    assert list(islice(account_names("alice"), 4)) == [
         "crater-alice", "crater-" + safe_slug("alice", 25, always_hash=True),
         "crater-" + safe_slug("alice", 25, hash_chars=12, always_hash=True),
         "crater-" + safe_slug("alice", 25, hash_chars=16, always_hash=True),
     ]
-    assert list(account_names("alice"))[1].startswith("crater-alice---")
+    assert list(islice(account_names("alice"), 2))[1].startswith("crater-alice---")
 
 
 def test_a_long_prefix_leaves_room_only_for_the_short_hash():
-    names = list(account_names("Élodie", "p" * 16))
-    assert len(names) == 1 and len(names[0]) <= NAME_MAX and names[0].endswith(safe_slug("Élodie")[-8:])
+    names = list(islice(account_names("Élodie", "p" * 16), 2))
+    assert len(names[0]) <= NAME_MAX and names[0].endswith(safe_slug("Élodie")[-8:])
+    assert names[1].endswith("-2"), "no room for a longer hash: the numbered forms come next"
 
 
 def test_two_names_never_share_an_account_name():
@@ -68,7 +70,7 @@ def test_two_names_never_share_an_account_name():
 
 
 def test_account_names_are_stable():
-    assert list(account_names("张三", "ct-")) == list(account_names("张三", "ct-"))
+    assert list(islice(account_names("张三", "ct-"), 50)) == list(islice(account_names("张三", "ct-"), 50))
 
 
 @pytest.mark.parametrize(("uid_range", "prefix", "code", "field"), [
@@ -140,3 +142,16 @@ def test_make_dirs_never_follows_a_planted_link(tmp_path):
     with pytest.raises(OSError):
         make_dirs(work, "sub/inner", None)
     assert list(target.iterdir()) == []
+
+
+@pytest.mark.parametrize("user", ["admin", "张三", "x" * 64])
+def test_after_the_hashed_names_come_numbered_ones_so_other_installs_cannot_use_them_all_up(user):
+    """Every Crater on a host makes ``crater-admin``: once the slug and its hashed forms are taken by accounts of
+    other installs, the numbered forms follow, each a valid, distinct POSIX name."""
+    names = list(islice(account_names(user), 4000))
+    assert len(set(names)) == len(names) == 4000
+    hashed = next(i for i, n in enumerate(names) if n.endswith("-2"))
+    assert 2 <= hashed <= 4, names[:hashed + 1]  # the slug and its hashed forms first
+    assert [n.rpartition("-")[2] for n in names[hashed:hashed + 3]] == ["2", "3", "4"], names[:hashed + 3]
+    for name in names:
+        assert POSIX_NAME.fullmatch(name) and len(name) <= NAME_MAX, name

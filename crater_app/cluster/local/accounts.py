@@ -51,6 +51,8 @@ UID_CEILING = 2**31 - 2
 _PREFIX = re.compile(r"[a-z_][a-z0-9_-]*")
 #: hex digits of the hash in the further name candidates (the first hashed one has the slug's own 8)
 _LONGER_HASHES = (12, 16)
+#: the highest number :func:`account_names` appends (the default uid range holds 670 accounts)
+MAX_NUMBERED = 100_000
 #: exit codes of groupadd/useradd (shadow-utils manual pages)
 _UID_TAKEN, _NAME_TAKEN, _BUSY = 4, 9, 10
 _LOCK_RETRIES = 8
@@ -98,7 +100,9 @@ def _digest(*parts: str) -> str:
 def account_names(user: str, prefix: str = DEFAULT_PREFIX) -> Iterator[str]:
     """The names to try for ``user``'s account, best first (see the module docstring): ``prefix`` + the user name's
     slug, then the slug's hashed form (when the name kept itself) and longer hashes, for when one is taken by an
-    unrelated account. Each is at most :data:`NAME_MAX` characters."""
+    unrelated account (another Crater on the same host makes ``crater-admin`` too), then the slug numbered ``-2``,
+    ``-3``, ... up to :data:`MAX_NUMBERED` (more than any uid range holds). Each is at most :data:`NAME_MAX`
+    characters."""
     room = NAME_MAX - len(prefix)
     first = safe_slug(user, room)
     yield prefix + first
@@ -108,6 +112,9 @@ def account_names(user: str, prefix: str = DEFAULT_PREFIX) -> Iterator[str]:
         name = prefix + safe_slug(user, room, hash_chars=size, always_hash=True)
         if name != prefix + first:
             yield name
+    for number in range(2, MAX_NUMBERED + 1):
+        tail = f"-{number}"
+        yield prefix + safe_slug(user, room - len(tail)) + tail
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
