@@ -114,6 +114,7 @@ def _snapshot(s, ctx: ServiceContext, held_projects: list[int]) -> tuple[Snapsho
     queries.lock_projects(s, held_projects, snap)  # after the lock: nobody admits into these projects until commit
     snap.fair_share = fair_share_configured(ctx, s)
     if snap.fair_share:
+        queries.lock_machine(s)  # after the project rows, as submissions take it: every project's usage is read
         queries.read_admitted(s, snap, None, individual_preemptible=True)
         snap.capacity = machine_capacity(ctx)
     else:

@@ -3,8 +3,9 @@
 Active usage is read grouped per project, user, kind and request shape over ``ix_jobs_phase_project_user``, so that
 jobs of one shape are parsed once; held jobs are read in queue order (``priority`` desc, ``created_at``, ``id``);
 the rows of the projects an admission writes into are locked first (``SELECT ... FOR UPDATE`` in id order on
-PostgreSQL; on SQLite the transaction already holds the write lock). The callers own the transactions
-(``services.admission``, ``services.admission_loop``).
+PostgreSQL; on SQLite the transaction already holds the write lock), and, when the decision reads every project's
+usage against the machine's capacity (fair share), one machine-wide lock after them (:func:`lock_machine`). The
+callers own the transactions (``services.admission``, ``services.admission_loop``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import and_, case, cast, func, or_
+from sqlalchemy import and_, case, cast, func, or_, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.types import Text
 
@@ -37,6 +38,9 @@ MAX_HELD = 5000
 #: a submission decides against the first this many held jobs of each project's queue (their order and count are
 #: read in full, so positions stay exact); a job behind a longer queue waits behind it
 HELD_WINDOW = 16
+#: the PostgreSQL advisory lock (one 64-bit key) that admission decisions reading the whole machine take: the
+#: bytes of "crater" and 1
+MACHINE_LOCK_KEY = 0x6372617465720001
 
 _JOBS, _PROJECTS, _USERS, _MEMBERS = Job.__table__, Project.__table__, User.__table__, ProjectMember.__table__
 
@@ -123,6 +127,24 @@ def lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
         snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
         snap.expires[pid] = expires_at
         snap.held_counts[pid] = held_jobs
+
+
+def lock_machine(s) -> None:
+    """Serialise, until the transaction ends, every admission decision that reads the whole machine's usage.
+
+    Under fair share a decision checks every project's admitted usage against the machine's capacity, so two
+    transactions that lock different projects could both take the machine's last device. On PostgreSQL this takes
+    the transaction-level advisory lock :data:`MACHINE_LOCK_KEY` (``pg_advisory_xact_lock``: released at commit or
+    rollback); a second decision waits here and then reads the first one's committed jobs (READ COMMITTED: each
+    statement sees what was committed before it began). On SQLite the transaction already holds the database's
+    write lock (``BEGIN IMMEDIATE``), which serialises the same way: nothing to do.
+
+    Take it after :func:`lock_projects` (every caller locks in that order, so no two wait on each other in a cycle)
+    and before reading any usage. It costs one statement per decision, and fair-share decisions into different
+    projects run one at a time (decisions without fair share never take it).
+    """
+    if s.get_bind().dialect.name == "postgresql":
+        s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MACHINE_LOCK_KEY})
 
 
 def read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
