@@ -151,6 +151,23 @@ CASES = {
     "nothing is lent when everything fits": Case(
         free=(0, 1), running=[], queue=[req("a", 1), req("b", 1, minute=1)],
         placed={"a": (0,), "b": (1,)}, codes={}),
+    "a job placed ahead in the same round holds its GPU until its bound: a longer one behind the head waits": Case(
+        free=(0, 1), running=[],
+        queue=[req("a", 1, runtime_min=60), req("head", 2, minute=1), req("long", 1, minute=2, runtime_min=600)],
+        placed={"a": (0,)}, codes={"head": "placement.waiting", "long": "placement.queued"}),
+    "several pending jobs in one round: only those ending by the shadow time pass the head": Case(
+        free=(0, 1, 2, 3), running=[],
+        queue=[req("a", 1, runtime_min=30), req("b", 1, minute=1, runtime_min=60), req("head", 4, minute=2),
+               req("short", 1, minute=3, runtime_min=20), req("long", 1, minute=4, runtime_min=90),
+               req("open", 1, minute=5)],
+        placed={"a": (0,), "b": (1,), "short": (2,)},
+        codes={"head": "placement.waiting", "long": "placement.queued", "open": "placement.queued"}),
+    "an unbounded job placed ahead in the same round leaves the head without an estimate": Case(
+        free=(0, 1, 2), running=[((3,), 30)],
+        queue=[req("open", 1), req("head", 4, minute=1), req("bounded", 1, minute=2, runtime_min=600),
+               req("open-2", 1, minute=3)],
+        placed={"open": (0,), "bounded": (1,)},
+        codes={"head": "placement.waiting_unbounded", "open-2": "placement.queued_unbounded"}),
 }
 
 
@@ -188,6 +205,15 @@ def test_reasons_name_the_head_what_it_waits_for_and_when():
                     "expected_at": at(14).isoformat(), "wait": 14 * MIN}
     assert decision.waiting["small"] == "position 2: behind job head (2 × nvidia.com/gpu), expected start within 14m"
     assert i18n.render("zh-CN", f"event.{code}", args) == "排第 2 位：在作业 head（2 × nvidia.com/gpu）之后，预计 14分钟内启动"
+
+
+def test_the_heads_shadow_time_counts_the_jobs_placed_ahead_of_it_in_the_same_round():
+    case = CASES["several pending jobs in one round: only those ending by the shadow time pass the head"]
+    capacity, running = _node(case)
+    decision = place(case.queue, capacity, running, NOW)
+    assert decision.reasons["head"] == ("placement.waiting", {
+        "request": {GPU: 4}, "free": {GPU: 2}, "expected_at": at(60).isoformat(), "wait": 60 * MIN})
+    assert decision.reasons["long"][1]["expected_at"] == at(60).isoformat()
 
 
 def test_without_a_clock_nothing_is_known_to_end_in_time():
