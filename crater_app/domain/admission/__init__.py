@@ -41,18 +41,26 @@ call never over-admits however many jobs are held):
    as Volcano's ``api.Share``, but x/0 = infinity where Volcano says 1, so that a project deserving nothing and
    using something sorts after every project within its share), recomputed after every admission and
    preemption; ties by the head job's priority (higher first), ``created_at`` (older first), key. Other projects
-   go on when one project's job is blocked (they may use what it could not). Per-user holds (``share``,
-   ``sessions``, ``approval``) block nobody: the project's next job is considered.
-5. **Backfill inside a project** (EASY backfill, :mod:`crater_app.domain.backfill`: Lifka 1995; Mu'alem &
-   Feitelson 2001; Slurm ``sched/backfill``): the first job of a project held by ``quota``, ``capacity`` or
-   ``fairshare`` is the project's *head*; it gets a reservation on what blocks it - the project's capability for
-   ``quota`` (from the project's admitted jobs), the machine for the others (from every admitted job) - with a
-   shadow time from the admitted jobs' ``ends_at`` bounds. A later job of the project that fits now (and breaks
-   no hard limit) is admitted ahead of it only when it cannot delay it: it ends by the shadow time (``now`` + its
-   ``bound_s``), or it uses only capacity the head will not need then. Otherwise it waits with code ``queue``
-   (its own hard limit first, if it breaks one), naming the head (``blocker_id``, what it lacks) and its expected
-   start. Kueue's ``BestEffortFIFO`` lets any later job pass; Slurm's backfill, like this rule, only those that
-   cannot delay the reservation.
+   go on when one project's job is blocked (they may use what it could not, within rule 5). Per-user holds
+   (``share``, ``sessions``, ``approval``) block nobody: the project's next job is considered.
+5. **Backfill** (EASY backfill, :mod:`crater_app.domain.backfill`: Lifka 1995; Mu'alem & Feitelson 2001; Slurm
+   ``sched/backfill``): the first job of a project held by ``quota``, ``capacity`` or ``fairshare`` is the
+   project's *head*; it gets a reservation on what blocks it - the project's capability for ``quota`` (from the
+   project's admitted jobs), the machine for the others (from every admitted job) - with a shadow time from the
+   admitted jobs' ``ends_at`` bounds (jobs admitted earlier in the pass count too, until ``now`` + their
+   ``bound_s``). A later job of the project that fits now (and breaks no hard limit) is admitted ahead of it only
+   when it cannot delay it: it ends by the shadow time (``now`` + its ``bound_s``), or it uses only capacity the
+   head will not need then. Otherwise it waits with code ``queue`` (its own hard limit first, if it breaks one),
+   naming the head (``blocker_id``, what it lacks) and its expected start. Across projects, the pass's first head
+   blocked on the machine (``capacity``/``fairshare``) is the *machine head*: every later admission of another
+   project - directly or by a reclaim - must pass the same test against its reservation (what a job takes out of
+   its own project's unused guarantee does not count: that was never the head's), or waits with a ``queue`` hold
+   that names the head and its project (``blocker_project``); as Slurm's backfill, whose reservation for the
+   highest-priority pending job holds against every partition user. Two exceptions: a machine head that borrows
+   (``capacity``: its project would go above its deserved share) does not hold back a job that keeps its own
+   project within its deserved share (that share is the project's due; it could reclaim it), and a job the empty
+   machine could not hold is no machine head. Kueue's ``BestEffortFIFO`` lets any later job pass; Slurm's
+   backfill, like this rule, only those that cannot delay the reservation.
 
 A ``guarantee`` counts as deserved at least (Volcano requires ``guarantee <= deserved``; a project given only a
 guarantee may reclaim up to it). ``deserved`` on a model key: when ``deserved`` gives ``nvidia.com/gpu`` but not
