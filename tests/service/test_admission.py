@@ -14,7 +14,7 @@ from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden
 from crater_app.services import admission, jobs, projects, quotas
 from crater_app.services.admission import AdmissionRefused
-from crater_app.services.reconcile import LeaderLoop
+from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
 from tests.helpers import counts, drive_until, events, job_row, spec, wait_for
@@ -292,6 +292,33 @@ def test_preempted_jobs_end_failed_after_their_last_attempt(make_ctx):
     victim = job_row(ctx, fills[1].id)
     assert (victim.phase, victim.reason_code, victim.attempt) == ("Failed", "preempted_exhausted", 1)
     assert "all 1 attempts" in victim.reason
+
+
+def test_a_job_admitted_but_not_started_is_no_preemption_victim(make_ctx):
+    """Preempting a job that has not run yet would spend one of its attempts without a run (with ``max_attempts``
+    1 it would end Failed having never run): the beneficiary waits until the job runs, and then reclaims it."""
+    fake = FakeBackend(gpu_devices(2))
+    world = populate(make_ctx(backend=fake))
+    ctx, admin = world.ctx, world.admin
+    ctx.settings.max_attempts = 1
+    for name, user in (("team-a", "alice"), ("team-b", "bob")):
+        projects.create_project(ctx, admin, name)
+        projects.set_member(ctx, admin, name, user, "member")
+        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
+    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
+                                            preemptible=True)) for i in range(2)]
+    assert [j.phase for j in fills] == ["Queued", "Queued"]  # admitted; the backend has not started them yet
+    want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 1}))
+    assert (want.phase, want.reason_code) == ("Held", "fairshare")
+    assert job_row(ctx, want.id).reason_args["reclaimable"] == {GPU: 0}
+    result = admission.admission_round(ctx)
+    assert (result.admitted, result.preempted) == ([], [])
+    assert [(job_row(ctx, j.id).phase, job_row(ctx, j.id).attempt) for j in fills] == [("Queued", 1), ("Queued", 1)]
+    fake.tick()  # they start
+    Reconciler(ctx).sync()
+    result = admission.admission_round(ctx)
+    assert result.admitted == [want.id] and [uid for uid, _ in result.preempted] == [fills[1].uid]
 
 
 def test_non_preemptible_jobs_are_never_stopped(make_ctx):

@@ -194,7 +194,10 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
     One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
     are parsed once) into ``snap.groups`` (one demand per group, see :meth:`Snapshot.plan`); with
     ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
-    keyed by their job id, with priority and submission time). Jobs being stopped by a preemption (``reason_code``
+    keyed by their job id, with priority and submission time); only ``Running`` ones are candidates (``Demand``
+    ``preemptible``): a job admitted but not started yet holds no device on the backend, and preempting it would
+    spend one of its attempts (``settings.max_attempts``) without a run - once it runs it is a candidate (Volcano's
+    ``reclaim`` action likewise evicts only running tasks). Jobs being stopped by a preemption (``reason_code``
     :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
     """
     c = _JOBS.c
@@ -233,10 +236,12 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
         stmt = sa_select(c.id, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.accelerator_model,
                          shape, c.reclaim_lock, c.phase).where(*where, c.preemptible.is_(True), c.kind != "interactive")
         for jid, pid, uid, prio, created, kind, model, resources, lock, phase in s.execute(stmt).all():
-            snap.demands.append(Demand(  # a job already stopping (cancelled, past its deadline) is no candidate
+            snap.demands.append(Demand(  # only a running job is a candidate: not one still Queued (it has not
+                # run: stopping it would spend an attempt for nothing) nor one already Stopping (cancelled, past its
+                # deadline)
                 key=jid, project_id=pid, user_id=uid, priority=prio, created_at=created,
                 usage=dict(usage_of_shape(resources, model)), kind=kind,
-                preemptible=phase != JobPhase.STOPPING.value, reclaim_lock=lock, admitted=True,
+                preemptible=phase == JobPhase.RUNNING.value, reclaim_lock=lock, admitted=True,
             ))
 
 

@@ -26,7 +26,8 @@ call never over-admits however many jobs are held):
    covers a key the machine lacks and, with the job added, the project stays within its ``deserved`` on every
    key of the job that ``deserved`` covers (Volcano compares only the dimensions ``deserved`` names:
    ``LessEqualWithDimension``). Victims are admitted, ``preemptible``, not ``reclaim_lock`` jobs of other
-   projects that free a lacking key the beneficiary's ``deserved`` covers, taken lowest priority first, then most
+   projects (the caller marks only running jobs ``preemptible``: one admitted but not started yet holds nothing on
+   the backend and would spend an attempt without a run; Volcano's ``reclaim`` action evicts only running tasks) that free a lacking key the beneficiary's ``deserved`` covers, taken lowest priority first, then most
    recent (``created_at`` latest) first (Kueue's candidate order), never bringing a victim's project below its
    ``deserved`` on a lacking key (a key absent from the victim's ``deserved`` counts as deserved 0); the set is
    then trimmed to the victims still needed, latest chosen first (Kueue's minimal preemption set). If the
