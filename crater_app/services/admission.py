@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from crater_app import i18n
 from crater_app.cluster.base import Workload
 from crater_app.db.queries import admission as queries
 from crater_app.db.queries.admission import (
@@ -225,19 +226,22 @@ def _apply(ctx: ServiceContext, snap: Snapshot, queues: HeldQueues, plan: Plan,
 
 
 def approval_rows(batch: list[NewJob], ids: list[int | None]) -> list[dict]:
-    """``approvals`` rows (kind ``large_job``, pending) for the held jobs of ``batch`` that need one."""
+    """``approvals`` rows (kind ``large_job``, pending) for the held jobs of ``batch`` that need one; their reason is
+    Crater's own: ``reason_code`` ``approval.large_job`` (``request.approval.large_job`` in ``i18n/approvals``) with
+    the job's name, its accelerators and the threshold, and ``reason`` its English text."""
     now = utcnow()
     rows = []
     for item, job_id in zip(batch, ids):
         if job_id is None or item.error is not None or not item.approval:
             continue
         v = item.values
-        devices = v["gpus"]
+        devices, threshold = v["gpus"], v["reason_args"].get("threshold")
+        reason = {"job": v["name"], "accelerators": devices, "threshold": threshold}
         rows.append({
             "kind": "large_job", "status": "pending", "requester_id": v["user_id"], "project_id": v["project_id"],
-            "job_id": job_id, "payload": {"accelerators": devices, "threshold": v["reason_args"].get("threshold")},
-            # The request's own words (the approvals table has no code column; its service renders requests).
-            "reason": f"job '{v['name']}' asks for {devices} accelerators",
+            "job_id": job_id, "payload": {"accelerators": devices, "threshold": threshold},
+            "reason": i18n.render(i18n.DEFAULT_LANGUAGE, "request.approval.large_job", reason),
+            "reason_code": "approval.large_job", "reason_args": reason,
             "auto": False, "decided_by": None, "decision_note": "", "created_at": now, "decided_at": None,
         })
     return rows

@@ -12,7 +12,7 @@ from sqlmodel import select
 from crater_app.db.models import Approval, Job, OperationLog, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden
-from crater_app.services import admission, jobs, projects, quotas
+from crater_app.services import admission, approvals, jobs, notifications, projects, quotas
 from crater_app.services.admission import AdmissionRefused
 from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
@@ -170,6 +170,18 @@ def test_a_job_above_the_approval_threshold_waits_for_approval_and_is_never_admi
         op = s.exec(select(OperationLog).where(OperationLog.action == "job:create")).one()
     assert (approval.kind, approval.status, approval.requester_id) == ("large_job", "pending", world.alice.user_id)
     assert "held (approval)" in op.details and op.code == "job.created_held"
+    # Its reason is Crater's own, as a code: the approvals table and the deciders' notification read it in their
+    # language.
+    assert (approval.reason_code, approval.reason_args) == (
+        "approval.large_job", {"job": "big", "accelerators": 10, "threshold": 8})
+    assert approval.reason == ("job 'big' asks for 10 accelerators, more than the 8 a job may use without an "
+                               "administrator's approval")
+    [public] = approvals.list_approvals(ctx, world.admin).items
+    assert (public.reason_code, public.reason_args) == (approval.reason_code, approval.reason_args)
+    assert approvals.notices.reason_text("zh-CN", public) == "作业“big”申请 10 个加速器，超过了无需管理员审批即可使用的 8 个"
+    [notice] = notifications.list_notifications(ctx, world.admin).items
+    assert notice.kind == "approval.requested" and notice.message.endswith(approval.reason)
+    assert notifications.text("zh-CN", notice.kind, notice.args).endswith("超过了无需管理员审批即可使用的 8 个")
     for _ in range(5):
         loop.step()
     assert job_row(ctx, big.id).phase == "Held" and fake.status(big.uid) is None
