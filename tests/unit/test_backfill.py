@@ -311,6 +311,12 @@ ADMISSION = {
         [demand("rb", 2, project=2, ends_min=30, admitted=True), demand("head", 3, 1),
          demand("speech", 1, 2, project=2, user=11)],
         [], {"head": "fairshare", "speech": "queue"}, {}),
+    "across projects: a job that would reclaim its deserved share waits for an entitled head too": (
+        {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2}),
+         3: ProjectQuota(3, "nlp")}, {GPU: 4},
+        [demand("rn", 3, project=3, ends_min=30, admitted=True), demand("rp", 1, project=3, admitted=True),
+         demand("head", 3, 1), demand("speech", 1, 2, project=2)],
+        [], {"head": "fairshare", "speech": "queue"}, {}),
     "across projects: what a job takes from its own project's unused guarantee was never the head's": (
         ENTITLED, {GPU: 4}, [demand("rb", 2, project=2, ends_min=30, admitted=True), demand("head", 2, 1),
                              demand("guaranteed", 2, 2, project=3)],
@@ -318,6 +324,10 @@ ADMISSION = {
     "across projects: a head the empty machine could not hold is no machine head": (
         THREE, {GPU: 4}, [demand("rb", 2, project=2, admitted=True), demand("huge", 8, 1), demand("late", 1, 2, project=2)],
         ["late"], {"huge": "capacity"}, {}),
+    "across projects: a head without an estimate holds nobody back": (
+        THREE, {GPU: 4}, [demand("ra", project=1, admitted=True), demand("rb", 2, project=2, admitted=True),
+                          demand("head", 2, 1), demand("late", 1, 2, project=2)],
+        ["late"], {"head": "capacity"}, {}),
     "across projects: behind its own head, a job must not delay the machine head either": (
         {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2},
                                                                           capability={GPU: 2})},

@@ -156,16 +156,16 @@ class Pass:
         self.hold: dict = {}
         self.fair = Reclaim(ledger, capacity, self.admit)
         self._admitted: list[Demand] = []  # the demands admitted in this pass (they hold capacity too)
-        #: the pass's first job blocked on the machine (``capacity``/``fairshare``) that the machine could hold:
-        #: later admissions in other projects must not delay it (see :meth:`_guards`)
+        #: the pass's first job blocked on the machine (``capacity``/``fairshare``) that the machine could hold, with
+        #: an expected start: later admissions in other projects must not delay it (see :meth:`_guards`)
         self.machine_head: _Blocked | None = None
 
     # -- one job -----------------------------------------------------------------------------------------------
     def consider(self, d: Demand, position: int, held: int) -> Hold | None:
         """Admit ``d`` (returns ``None``) or say why it waits. Once a job of another project is blocked on the
         machine, ``d`` is admitted (directly or by a reclaim) only when it cannot delay that job (:meth:`_guards`);
-        else it waits with a ``queue`` hold naming it, or with its own capacity hold when it does not fit now
-        either."""
+        else it waits with a ``queue`` hold naming it when it fits now or its project may reclaim, or with its own
+        capacity hold (it becomes its project's head) when it could not start now anyway."""
         hold = self.hard_limits(d, position, held)
         if hold is not None:
             return hold
@@ -173,8 +173,8 @@ class Pass:
         guards = self._guards(d, None)
         delayed = self._delayed(d, guards)
         if delayed is not None:
-            if not lack:
-                return self._queue_hold(d, position, held, delayed)
+            if not lack or self.fair.below_deserved(d, lack):
+                return self._queue_hold(d, position, held, delayed)  # it could start now (by a reclaim): not before
             return self.capacity_hold(d, lack, position, held)
         if not lack or self.fair.plan(d, lack):
             self._take(d, guards)
@@ -273,8 +273,9 @@ class Pass:
         ledger = self.ledger
         lacking = dict(hold.args.get("request") or {})
         lend = self.reserve_for is None or d.project_id in self.reserve_for
-        # The pass's first job blocked on the machine guards every project - unless even the empty machine could
-        # not hold it (capacity lost since it was submitted): it would hold everyone back for ever.
+        # The pass's first job blocked on the machine with an expected start guards every project - not one that even
+        # the empty machine could not hold (capacity lost since it was submitted), nor one without an estimate (it
+        # waits for jobs without a bound): either would hold everyone back for an unknown time.
         guard = (hold.code != "quota" and self.machine_head is None
                  and all(self.capacity.get(key, 0) >= value for key, value in d.usage.items()))
         if not lend and not guard:
@@ -297,7 +298,7 @@ class Pass:
         if self.now is None:
             reservation = backfill.Reservation(None, reservation.extra, reservation.released)
         blocked = _Blocked(d.key, d.project_id, position, hold.code, lacking, reservation, scope, lend=lend)
-        if guard:
+        if guard and reservation.start_at is not None:
             self.machine_head = blocked  # computed even for a project outside reserve_for: it guards every project
         return blocked
 
