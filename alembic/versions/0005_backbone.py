@@ -6,7 +6,8 @@
 - ``job_events`` and ``operation_logs`` gain ``code`` + ``args`` (the message as a catalogue code and its
   arguments, rendered in the reader's language); existing rows keep their English text with an empty code.
   ``approvals`` gains ``decision_code`` + ``decision_args`` the same way, for the notes Crater writes itself
-  (a request closed because its target is gone, approved by the auto rule).
+  (a request closed because its target is gone, approved by the auto rule), and ``reason_code`` + ``reason_args``
+  for the requests Crater writes itself (a job above the accelerator threshold).
 - ``jobs`` gains ``attempt`` (1 for existing rows), ``requeue_on_preemption`` (true), ``stop_requested_at`` and
   ``exit_signal``.
 - ``jobs.reason_code`` widens to 64 characters, as ``job_events.code``: a job's reason is the code of its last
@@ -98,6 +99,9 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('decision_code', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False,
                                       server_default=''))
         batch_op.add_column(sa.Column('decision_args', sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
+        batch_op.add_column(sa.Column('reason_code', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False,
+                                      server_default=''))
+        batch_op.add_column(sa.Column('reason_args', sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
 
     with op.batch_alter_table('users', schema=None, recreate='never') as batch_op:
         batch_op.add_column(sa.Column('username_key', sqlmodel.sql.sqltypes.AutoString(length=256), nullable=False,
@@ -114,6 +118,8 @@ def downgrade() -> None:
         batch_op.drop_column('username_key')
     _widen('users', 'username', 64, 63)
     with op.batch_alter_table('approvals', schema=None, recreate='never') as batch_op:
+        batch_op.drop_column('reason_args')
+        batch_op.drop_column('reason_code')
         batch_op.drop_column('decision_args')
         batch_op.drop_column('decision_code')
     _widen('operation_logs', 'actor', 64, 63)

@@ -256,6 +256,8 @@ class Approval(SQLModel, table=True):
     ``large_job`` (``job_id`` held until approved). ``status``: ``pending``/``approved``/``rejected``/``closed``
     (closed: its target is gone). ``auto``: granted by the auto-approval rule. ``decision_note``: the decider's
     note, or the English text of ``decision_code``/``decision_args`` when Crater decided (closed, auto-approved).
+    ``reason``: the requester's own words, or the English text of ``reason_code``/``reason_args`` when Crater wrote
+    the request (``large_job``).
     """
 
     __tablename__ = "approvals"
@@ -275,6 +277,10 @@ class Approval(SQLModel, table=True):
     #: and its arguments, read in the viewer's language; ``""`` for a decider's own note (migration 0005)
     decision_code: str = Field(default="", max_length=64)
     decision_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    #: the reason of a request Crater wrote itself (a large job) as a code (``request.<code>`` in the catalogues)
+    #: and its arguments, read in the viewer's language; ``""`` for a requester's own words (migration 0005)
+    reason_code: str = Field(default="", max_length=64)
+    reason_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     decided_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from crater_app.db.models import Job
 from crater_app.db.queries import admission as queries
-from crater_app.db.queries.admission import ACTIVE_PHASES, APPROVAL, HELD, PREEMPTED, HeldJob, Snapshot
+from crater_app.db.queries.admission import APPROVAL, HELD, PREEMPTED, HeldJob, Snapshot
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase
 from crater_app.services import job_reasons, oplog
@@ -114,6 +114,7 @@ def _snapshot(s, ctx: ServiceContext, held_projects: list[int]) -> tuple[Snapsho
     queries.lock_projects(s, held_projects, snap)  # after the lock: nobody admits into these projects until commit
     snap.fair_share = fair_share_configured(ctx, s)
     if snap.fair_share:
+        queries.lock_machine(s)  # after the project rows, as submissions take it: every project's usage is read
         queries.read_admitted(s, snap, None, individual_preemptible=True)
         snap.capacity = machine_capacity(ctx)
     else:
@@ -208,8 +209,8 @@ def _preempt(s, ctx: ServiceContext, snap: Snapshot, preemptions: list, started:
             continue
         row = s.execute(sa_select(c.id, c.uid, c.name, c.project_id, c.phase, c.reason_code, c.attempt)
                         .where(c.id == p.victim).with_for_update()).first()
-        if row is None or row.phase not in ACTIVE_PHASES or row.phase == JobPhase.STOPPING.value:
-            continue
+        if row is None or row.phase != JobPhase.RUNNING.value:
+            continue  # ended, being stopped already, or not running (a victim must be running: queries.read_admitted)
         victims_done.add(p.victim)
         victim_project = snap.quotas[row.project_id].name if row.project_id in snap.quotas else str(row.project_id)
         ben_project = snap.quotas[beneficiary.project_id].name

@@ -23,7 +23,7 @@ from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_project, can_submit,
 )
-from crater_app.services import admission, approvals, billing, job_reasons, oplog
+from crater_app.services import admission, approvals, billing, job_reasons, oplog, stops
 from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
@@ -253,8 +253,9 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     """Stop a job. A ``Held`` job never reached the backend: it is ``Cancelled`` at once (a pending approval for it
     stays for the approvals service to close). A ``Queued`` or ``Running`` one is ``Stopping`` from now on
     (``stop_requested_at``, event ``CancelRequested``, ``reason_code`` ``job.stopping_cancelled``) and the backend
-    stops it (SIGTERM, then SIGKILL after the grace period); the reconciler makes it ``Cancelled`` when its last
-    process has exited, and its devices count as used until then. A job being stopped by a preemption is
+    stops it (SIGTERM, then SIGKILL after the grace period; a stop that does not reach the backend is sent again by
+    the leader, ``services.stops``); the reconciler makes it ``Cancelled`` when its last process has exited, and
+    its devices count as used until then. A job being stopped by a preemption is
     cancelled instead of going back to the queue. Cancelling a job that is already being cancelled changes
     nothing.
 
@@ -301,10 +302,9 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
         s.expire_all()
         uid = job.uid
     if not held:
-        try:
-            ctx.backend.cancel(uid, job_reasons.english("job.cancelled_by", who), code="job.cancelled_by", args=who)
-        except KeyError:
-            pass  # never reached the backend: the reconciler's repair() marks it Cancelled
+        # Sent after the commit; when it does not reach the backend (unreachable, or the workload not created yet),
+        # the leader sends it again (services.stops) - or repair() ends a job the backend never had.
+        stops.send(ctx, uid, job_reasons.english("job.cancelled_by", who), "job.cancelled_by", who)
     ctx.kick.set()
     return get_job(ctx, actor, job_id)
 

@@ -20,7 +20,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import admission, approvals, billing, job_reasons, leases
+from crater_app.services import admission, approvals, billing, job_reasons, leases, stops
 from crater_app.services.admission_loop import AdmissionLoop, RoundResult
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
@@ -40,7 +40,7 @@ _SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).value
 #: ``jobs.reason_code`` holds codes of at most this many characters (a longer backend code keeps only its text)
 MAX_CODE_CHARS = 64
 #: reason codes a stop asked for by Crater writes (the job's reason while it is ``Stopping``)
-_CRATER_STOPS = (admission.PREEMPTED, "job.stopping_cancelled")
+_CRATER_STOPS = stops.CRATER_STOPS
 
 
 def status_reason(status: WorkloadStatus, ids: dict[str, int]) -> tuple[str, str, dict]:
@@ -260,10 +260,11 @@ class LeaderLoop:
     """Runs backend placement and reconciliation in the one process that holds the lease.
 
     Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
-    re-adopt running workloads and repair; then ``backend.tick()``, ``Reconciler.sync()``, (at most once a
-    second) ``approvals.close_orphans()``, the billing charge when due, and the admission pass (held jobs that
-    fit now are admitted, preemptions carried out, see :meth:`admit`); then sleep
-    ``loop_interval_s`` or until ``ctx.kick`` is set.
+    re-adopt running workloads, repair, and send again every stop Crater asked for that the backend has not acted
+    on (``services.stops``); then ``backend.tick()``, ``Reconciler.sync()``, (at most once a second) the stops
+    still not acted on after ``stops.RESEND_AFTER_S`` sent again and ``approvals.close_orphans()``, the billing
+    charge when due, and the admission pass (held jobs that fit now are admitted, preemptions carried out, see
+    :meth:`admit`); then sleep ``loop_interval_s`` or until ``ctx.kick`` is set.
     """
 
     MIN_GAP_S = 0.002  # between two rounds, always (a loop kicked without pause never spins)
@@ -277,6 +278,7 @@ class LeaderLoop:
         self.holder = holder_id()
         self.reconciler = Reconciler(ctx)
         self.admission = AdmissionLoop(ctx)
+        self.stops = stops.StopSweep(ctx)
         self.leader = False
         self._stop = threading.Event()
         self._stats_at = -1e18
@@ -295,12 +297,15 @@ class LeaderLoop:
             self.reconciler.rev = 0
             self.reconciler.sync()
             self.reconciler.repair(adopted_by=self.holder)
+            self.stops.run(at_once=True)  # the previous leader may have died before sending a stop
         if time.monotonic() - self._stats_at > self.STATS_EVERY_S:
             self._stats_at = time.monotonic()
             with self.ctx.session() as s:
                 refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
+        if self.stops.due():
+            self.stops.run()
         # Requests whose job ended (or project expired) are closed: one indexed query, usually empty; once per
         # ORPHANS_EVERY_S rather than every round (it costs ~5 ms with 2,000 pending requests on SQLite).
         if time.monotonic() - self._orphans_at >= self.ORPHANS_EVERY_S:
@@ -311,8 +316,9 @@ class LeaderLoop:
 
     def admit(self) -> RoundResult:
         """The admission pass (``services.admission_loop.AdmissionLoop``): cheap when nothing is held. Admitted jobs
-        go to the backend; preemption victims (``Stopping`` already) are stopped with the reason (the reconciler
-        then requeues them, or marks them ``Failed``, reason ``Preempted``)."""
+        go to the backend; preemption victims (``Stopping`` already) are stopped with the reason, each on its own
+        (a stop that fails is logged and sent again by ``services.stops.StopSweep``; the reconciler then requeues
+        the victim, or marks it ``Failed``, reason ``Preempted``)."""
         moved, self.reconciler.moved = self.reconciler.moved, False
         result = self.admission.step(moved)
         if result.admitted:
@@ -331,10 +337,7 @@ class LeaderLoop:
             except Exception:  # noqa: BLE001 - repair() hands Queued jobs the backend lacks to it again
                 log.exception("admission: handing %d admitted job(s) to the backend failed", len(workloads))
         for uid, reason in result.preempted:
-            try:
-                self.ctx.backend.cancel(uid, reason)
-            except KeyError:
-                log.warning("admission: preemption victim %s is unknown to the backend", uid)
+            stops.send(self.ctx, uid, reason)
         return result
 
     def run(self) -> None:

@@ -12,9 +12,9 @@ from sqlmodel import select
 from crater_app.db.models import Approval, Job, OperationLog, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden
-from crater_app.services import admission, jobs, projects, quotas
+from crater_app.services import admission, approvals, jobs, notifications, projects, quotas
 from crater_app.services.admission import AdmissionRefused
-from crater_app.services.reconcile import LeaderLoop
+from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
 from tests.helpers import counts, drive_until, events, job_row, signed_in, spec, two_teams, wait_for
@@ -163,6 +163,18 @@ def test_a_job_above_the_approval_threshold_waits_for_approval_and_is_never_admi
         op = s.exec(select(OperationLog).where(OperationLog.action == "job:create")).one()
     assert (approval.kind, approval.status, approval.requester_id) == ("large_job", "pending", world.alice.user_id)
     assert "held (approval)" in op.details and op.code == "job.created_held"
+    # Its reason is Crater's own, as a code: the approvals table and the deciders' notification read it in their
+    # language.
+    assert (approval.reason_code, approval.reason_args) == (
+        "approval.large_job", {"job": "big", "accelerators": 10, "threshold": 8})
+    assert approval.reason == ("job 'big' asks for 10 accelerators, more than the 8 a job may use without an "
+                               "administrator's approval")
+    [public] = approvals.list_approvals(ctx, world.admin).items
+    assert (public.reason_code, public.reason_args) == (approval.reason_code, approval.reason_args)
+    assert approvals.notices.reason_text("zh-CN", public) == "作业“big”申请 10 个加速器，超过了无需管理员审批即可使用的 8 个"
+    [notice] = notifications.list_notifications(ctx, world.admin).items
+    assert notice.kind == "approval.requested" and notice.message.endswith(approval.reason)
+    assert notifications.text("zh-CN", notice.kind, notice.args).endswith("超过了无需管理员审批即可使用的 8 个")
     for _ in range(5):
         loop.step()
     assert job_row(ctx, big.id).phase == "Held" and fake.status(big.uid) is None
@@ -277,6 +289,33 @@ def test_preempted_jobs_end_failed_after_their_last_attempt(make_ctx):
     victim = job_row(ctx, fills[1].id)
     assert (victim.phase, victim.reason_code, victim.attempt) == ("Failed", "preempted_exhausted", 1)
     assert "all 1 attempts" in victim.reason
+
+
+def test_a_job_admitted_but_not_started_is_no_preemption_victim(make_ctx):
+    """Preempting a job that has not run yet would spend one of its attempts without a run (with ``max_attempts``
+    1 it would end Failed having never run): the beneficiary waits until the job runs, and then reclaims it."""
+    fake = FakeBackend(gpu_devices(2))
+    world = populate(make_ctx(backend=fake))
+    ctx, admin = world.ctx, world.admin
+    ctx.settings.max_attempts = 1
+    for name, user in (("team-a", "alice"), ("team-b", "bob")):
+        projects.create_project(ctx, admin, name)
+        projects.set_member(ctx, admin, name, user, "member")
+        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
+    alice, bob = signed_in(world, "alice"), signed_in(world, "bob")
+    fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
+                                            preemptible=True)) for i in range(2)]
+    assert [j.phase for j in fills] == ["Queued", "Queued"]  # admitted; the backend has not started them yet
+    want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 1}))
+    assert (want.phase, want.reason_code) == ("Held", "fairshare")
+    assert job_row(ctx, want.id).reason_args["reclaimable"] == {GPU: 0}
+    result = admission.admission_round(ctx)
+    assert (result.admitted, result.preempted) == ([], [])
+    assert [(job_row(ctx, j.id).phase, job_row(ctx, j.id).attempt) for j in fills] == [("Queued", 1), ("Queued", 1)]
+    fake.tick()  # they start
+    Reconciler(ctx).sync()
+    result = admission.admission_round(ctx)
+    assert result.admitted == [want.id] and [uid for uid, _ in result.preempted] == [fills[1].uid]
 
 
 def test_non_preemptible_jobs_are_never_stopped(make_ctx):

@@ -25,6 +25,9 @@ BLOCKING = frozenset({"quota", "capacity", "fairshare"})
 #: hold behind jobs not looked at one by one (a long queue at submission), an ``approval`` hold before the
 #: threshold is known
 _VARIANTS = {("queue", "blocker_id"): "queue_window", ("approval", "threshold"): "approval_pending"}
+#: (code, argument) -> the template a hold of that code is written with when it has that argument: a ``queue`` hold
+#: behind a job of another project (``blocker_project``)
+_WITH = {("queue", "blocker_project"): "queue_other"}
 
 
 def render(lang: object, code: str, args: dict | None) -> str | None:
@@ -34,6 +37,9 @@ def render(lang: object, code: str, args: dict | None) -> str | None:
     values = dict(args or {})
     for (of, needs), variant in _VARIANTS.items():
         if code == of and needs not in values:
+            code = variant
+    for (of, has), variant in _WITH.items():
+        if code == of and has in values:
             code = variant
     key = f"hold.{code}"
     if i18n.lookup(lang, key) is None:
@@ -74,8 +80,10 @@ class Hold:
       projects' unused guarantees), ``request``, ``jobs``, ``users``.
     - ``fairshare``: the ``capacity`` args plus ``deserved`` and ``project_used`` (the project's) and
       ``reclaimable`` (what preemptible jobs of projects above their deserved share could give back).
-    - ``queue``: ``ahead`` (position of the held job that blocks it), ``blocker`` (that job's code),
-      ``blocker_id`` (its key) and ``blocker_request`` (what it lacks).
+    - ``queue``: ``ahead`` (position of the held job that blocks it, in that job's project), ``blocker`` (that
+      job's code), ``blocker_id`` (its key) and ``blocker_request`` (what it lacks); ``blocker_project`` (its
+      project's name) when it is a job of another project (the pass's first job blocked on the machine, which
+      later jobs of every project must not delay).
 
     ``quota``, ``capacity``, ``fairshare`` and ``queue`` also carry the blocking job's estimate: ``expected_at``
     (its backfill shadow time, ISO 8601 UTC; ``None``: no estimate) and ``wait`` (seconds from the decision).
