@@ -158,6 +158,24 @@ def test_create_user_rules(world):
     assert sign_in.login(ctx, "admin", ADMIN_PASSWORD).token_type == "bearer"
 
 
+@pytest.mark.both_databases
+def test_names_whose_key_outgrows_the_column_are_refused_on_both_databases(world):
+    """NFKC writes U+FDFA as 18 letters: 15 of them make a 270-character key, over ``users.username_key`` (256).
+    PostgreSQL failed the insert (a 500) while SQLite stored it; both refuse it now, and nothing is written."""
+    ctx = world.ctx
+    before = len(users.list_users(ctx, world.admin))
+    with pytest.raises(InvalidInput) as info:
+        users.create_user(ctx, world.admin, "\ufdfa" * 15, USER_PASSWORD)
+    assert (info.value.code, info.value.field, info.value.params["length"], info.value.params["max"]) == (
+        "name.username_key_too_long", "username", 270, 256)
+    ctx.settings = ctx.settings.model_copy(update={"signup_enabled": True})
+    with pytest.raises(InvalidInput):
+        users.signup(ctx, "\ufdfa" * 64, USER_PASSWORD)
+    assert len(users.list_users(ctx, world.admin)) == before
+    longest = users.create_user(ctx, world.admin, "\ufdfa" * 14, USER_PASSWORD)  # a 252-character key fits
+    assert users.get_user(ctx, world.admin, "\ufdfa" * 14).username == longest.username
+
+
 @pytest.mark.parametrize("name", ["\u5f20\u4e09", "\u00c9lodie", "_alice", "alice@example.org", "Zhang.San"])
 def test_names_people_have_are_accounts(world, name):
     created = users.create_user(world.ctx, world.admin, name, USER_PASSWORD)
