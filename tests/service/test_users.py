@@ -139,6 +139,7 @@ def test_create_user_rules(world):
         ({"username": "system"}, "username"), ({"username": "e" * 65}, "username"),
         ({"password": "short"}, "password"), ({"password": "x" * 1025}, "password"), ({"password": None}, "password"),
         ({"role": "root"}, "role"), ({"display_name": "x" * 129}, "display_name"), ({"email": "not-an-address"}, "email"),
+        ({"display_name": "\u202eevil"}, "display_name"), ({"display_name": "Eve \u2067E.\u2069"}, "display_name"),
     ):
         args = {"username": "eve", "password": USER_PASSWORD, **kwargs}
         with pytest.raises(InvalidInput) as info:

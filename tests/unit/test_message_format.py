@@ -143,3 +143,17 @@ def test_usage_window_messages_write_times_and_whole_days():
     assert "2020-01-01 00:00 UTC" in order.message_in("zh-CN")
     long = InvalidInput("usage.window_too_long", "from", days=3653.0, max=366)
     assert long.message == "from .. to covers 3,653 days; the limit is 366 days"
+
+
+@pytest.mark.parametrize(("code", "args", "en", "zh"), [
+    ("approval.job_id_required", {"kind": "extend_runtime"},
+     "job_id is required: a request of kind extend_runtime (Longer run time) is about one job",
+     "必须指定 job_id：类型为 extend_runtime（延长运行时间）的申请针对一个作业"),
+    ("approval.duplicate", {"kind": "quota", "target": fmt.part("approval.target.project", project="vision"), "id": 4},
+     "you already have a pending request of kind quota (More project quota) for project vision (#4)", None),
+])
+def test_kinds_read_with_their_label_not_after_an_article(code, args, en, zh):
+    exc = InvalidInput(code, None, **args)
+    assert exc.message == en
+    if zh:
+        assert exc.message_in("zh-CN") == zh
