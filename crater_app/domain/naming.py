@@ -44,6 +44,38 @@ def username_key(name: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
+#: Letters that look like a lower-case Latin letter in common fonts, and that letter: a small subset of Unicode's
+#: confusables data (UTS #39 "Unicode Security Mechanisms", §4 and ``confusables.txt``) for the Cyrillic, Greek and
+#: Latin look-alikes of ASCII letters, as they are after NFKC case folding (capitals fold to these). Look-alikes
+#: within ASCII (``rn``/``m``, ``l``/``1``/``I``) and other scripts are not in it: see :func:`username_skeleton`.
+CONFUSABLES = {
+    "\u0430": "a", "\u0435": "e", "\u0456": "i", "\u0458": "j", "\u043e": "o", "\u0440": "p", "\u0441": "c",
+    "\u0443": "y", "\u0445": "x", "\u0455": "s", "\u0501": "d", "\u04bb": "h", "\u051b": "q", "\u051d": "w",
+    # Cyrillic а е і ј о р с у х ѕ ԁ һ ԛ ԝ
+    "\u03b1": "a", "\u03bf": "o", "\u03bd": "v", "\u03c1": "p", "\u03b9": "i", "\u03c5": "u", "\u03b3": "y",
+    # Greek α ο ν ρ ι υ γ
+    "\u0131": "i", "\u0251": "a", "\u0261": "g", "\u0269": "i",
+    # Latin dotless ı, alpha ɑ, script ɡ, iota ɩ
+}
+_DOT_ABOVE = "\u0307"
+
+
+def username_skeleton(name: str) -> str:
+    """What ``name`` looks like, for telling names apart that people cannot (UTS #39 §4's *skeleton*, on Crater's
+    key): :func:`username_key`, decomposed (NFD), each letter of :data:`CONFUSABLES` replaced by the Latin letter it
+    looks like and a combining dot above an ``i`` or ``j`` dropped (``İ`` folds to ``i`` + U+0307, which shows as
+    ``i``), composed again (NFC). ``alice``, ``аlice`` (Cyrillic а), ``alıce`` (dotless ı) and ``ALİCE`` share the
+    skeleton ``alice``; ``Élodie`` and ``elodie`` do not (an accent is visible). Not covered: look-alikes within
+    ASCII (``rn``/``m``, ``l``/``1``), which existing names already use side by side, and scripts outside the
+    table."""
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", username_key(name)):
+        if ch == _DOT_ABOVE and out and out[-1] in ("i", "j"):
+            continue
+        out.append(CONFUSABLES.get(ch, ch))
+    return unicodedata.normalize("NFC", "".join(out))
+
+
 def _username_char(ch: str, first: bool) -> bool:
     """Whether ``ch`` may stand in a user name (``first``: as its first character)."""
     category = unicodedata.category(ch)

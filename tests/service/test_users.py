@@ -177,6 +177,30 @@ def test_names_whose_key_outgrows_the_column_are_refused_on_both_databases(world
     assert users.get_user(ctx, world.admin, "\ufdfa" * 14).username == longest.username
 
 
+@pytest.mark.both_databases
+@pytest.mark.parametrize("lookalike", ["\u0430lice", "al\u0131ce", "AL\u0130CE", "\u0391LICE", "\u0430l\u0456\u0441\u0435"])
+def test_a_name_that_looks_like_an_account_is_refused(world, lookalike):
+    """аlice (Cyrillic а), alıce (dotless ı), ALİCE (dotted İ), ΑLICE (Greek Α): distinct keys that read as 'alice'."""
+    ctx = world.ctx
+    before = len(users.list_users(ctx, world.admin))
+    with pytest.raises(Conflict) as info:
+        users.create_user(ctx, world.admin, lookalike, USER_PASSWORD)
+    assert (info.value.code, info.value.field, info.value.params) == (
+        "account.confusable", "username", {"username": lookalike, "existing": "alice"})
+    assert "alice" in info.value.message and "alice" in info.value.message_in("zh-CN")
+    assert len(users.list_users(ctx, world.admin)) == before
+
+
+@pytest.mark.both_databases
+def test_names_that_differ_visibly_are_distinct_accounts(world):
+    ctx = world.ctx
+    for name in ("\u00e9lodie", "elodie", "alice2", "\u0430\u043d\u043d\u0430"):  # élodie, elodie, alice2, анна
+        assert users.create_user(ctx, world.admin, name, USER_PASSWORD).username == name
+    with pytest.raises(Conflict) as info:  # анна's look-alike in Latin and Cyrillic mixed: 'aнна' (Latin a)
+        users.create_user(ctx, world.admin, "a\u043d\u043d\u0430", USER_PASSWORD)
+    assert info.value.params["existing"] == "\u0430\u043d\u043d\u0430"
+
+
 @pytest.mark.parametrize("name", ["\u5f20\u4e09", "\u00c9lodie", "_alice", "alice@example.org", "Zhang.San"])
 def test_names_people_have_are_accounts(world, name):
     created = users.create_user(world.ctx, world.admin, name, USER_PASSWORD)

@@ -10,7 +10,7 @@ import pytest
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import (
     MAX_USERNAME_CHARS, check_dns1123_label, check_text, check_username, derive_username, is_username, safe_slug,
-    username_key,
+    username_key, username_skeleton,
 )
 
 RFC1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -89,6 +89,25 @@ def test_refusals_read_in_both_languages():
 ])
 def test_names_with_one_key_are_one_account(names, key):
     assert {username_key(n) for n in names} == {key}
+
+
+@pytest.mark.parametrize(("names", "skeleton"), [
+    (("alice", "\u0430lice", "al\u0131ce", "AL\u0130CE", "\u0391LICE", "\u0430l\u0456\u0441\u0435"), "alice"),
+    (("paypal", "\u0440\u0430ypal", "\u03c1\u03b1yp\u03b1l"), "paypal"),  # Cyrillic р а, Greek ρ α
+    (("\u0441\u043e\u0440", "cop"), "cop"),  # Cyrillic сор reads as cop
+    (("\u00c9lodie", "\u00e9lodie", "E\u0301lodie"), "\u00e9lodie"),  # an accent is visible: kept
+    (("\u5f20\u4e09",), "\u5f20\u4e09"),
+    (("\u0438\u0432\u0430\u043d",), "\u0438\u0432a\u043d"),  # иван: only the а has a Latin look-alike
+])
+def test_names_people_cannot_tell_apart_share_a_skeleton(names, skeleton):
+    assert {username_skeleton(n) for n in names} == {skeleton}
+
+
+def test_ascii_names_are_their_own_skeleton():
+    """Migration 0005 fills the skeleton of the accounts made before (DNS-1123 labels) with the name itself."""
+    for name in ("alice", "zhang-san", "a1", "rn-m", "l1"):
+        assert username_skeleton(name) == name
+    assert username_skeleton("elodie") != username_skeleton("\u00e9lodie")
 
 
 @pytest.mark.parametrize(("claim", "name"), [
