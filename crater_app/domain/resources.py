@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 
 from kubernetes.utils import parse_quantity
 
@@ -93,7 +94,8 @@ def _decimal_form(value: Decimal, exponent_suffix: bool) -> str:
     return f"{'-' if sign else ''}{mantissa}{suffix}"
 
 
-def canonical_quantity(raw: object) -> str:
+@lru_cache(maxsize=4096)  # the same few quantities ("100m", "16Mi", 1) come with every submission
+def canonical_quantity(raw: str | int | float) -> str:
     """A Kubernetes quantity (``" 1 "``, ``"1.0"``, ``"0.5"``, ``"1536Mi"``, ``2``) in Kubernetes' canonical form, the
     text ``kubectl`` shows for it (k8s.io/apimachinery resource.Quantity ``CanonicalizeBytes``): the suffix kind as
     written is kept (decimal SI, binary SI or an exponent), the mantissa is an integer and the suffix as large as no
