@@ -14,8 +14,10 @@
   backend status (``local.started_isolated_with_devices``), which did not fit 32.
 - ``users.username`` and ``operation_logs.actor`` widen to 64 characters (names are Unicode now), and
   ``users.username_key`` (the NFKC case-folded name, unique) is filled from the existing names, which were
-  lower-case DNS-1123 labels and so are their own keys. SQLite ignores declared lengths, so the widening is
-  PostgreSQL-only (recreating ``users`` on SQLite would trip its foreign keys).
+  lower-case DNS-1123 labels and so are their own keys; ``users.username_skeleton`` (what the name looks like,
+  indexed, not unique: a new name confusable with an existing one is refused) likewise, ASCII names being their own
+  skeleton. SQLite ignores declared lengths, so the widening is PostgreSQL-only (recreating ``users`` on SQLite
+  would trip its foreign keys).
 
 Revision ID: 0005
 Revises: 0004
@@ -107,14 +109,21 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('username_key', sqlmodel.sql.sqltypes.AutoString(length=256), nullable=False,
                                       server_default=''))
     op.execute("UPDATE users SET username_key = lower(username)")
+    with op.batch_alter_table('users', schema=None, recreate='never') as batch_op:
+        batch_op.add_column(sa.Column('username_skeleton', sqlmodel.sql.sqltypes.AutoString(length=256),
+                                      nullable=True))
+    op.execute("UPDATE users SET username_skeleton = lower(username)")  # ASCII names are their own skeleton
     _widen('users', 'username', 63, 64)
     with op.batch_alter_table('users', schema=None, recreate='never') as batch_op:
         batch_op.create_index('uq_users_username_key', ['username_key'], unique=True)
+        batch_op.create_index('ix_users_username_skeleton', ['username_skeleton'], unique=False)
 
 
 def downgrade() -> None:
     with op.batch_alter_table('users', schema=None, recreate='never') as batch_op:
+        batch_op.drop_index('ix_users_username_skeleton')
         batch_op.drop_index('uq_users_username_key')
+        batch_op.drop_column('username_skeleton')
         batch_op.drop_column('username_key')
     _widen('users', 'username', 64, 63)
     with op.batch_alter_table('approvals', schema=None, recreate='never') as batch_op:

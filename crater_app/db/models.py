@@ -28,6 +28,10 @@ class User(SQLModel, table=True):
     # The name's identity for uniqueness: NFKC case-folded (``Zhang.San`` and ``zhang.san`` are one account);
     # migration 0005. Case folding may lengthen a name (``ß`` -> ``ss``), hence the wider column.
     username_key: str = Field(max_length=256)
+    # What the name looks like (``domain.naming.username_skeleton``: Cyrillic/Greek look-alikes as Latin), so that a
+    # new name confusable with an existing one is refused; migration 0005. Not unique: accounts made before may
+    # share one. ``None`` for rows written without it.
+    username_skeleton: Optional[str] = Field(default=None, max_length=256, index=True)
     display_name: str = Field(default="", max_length=128)
     email: str = Field(default="", max_length=254)
     password_hash: Optional[str] = Field(default=None, max_length=255)

@@ -12,7 +12,7 @@ from pydantic import (
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_text, is_model_name
-from crater_app.domain.resources import ResourceList, parse_resources
+from crater_app.domain.resources import ResourceList, canonical_resources, parse_resources
 
 MAX_COMMAND_ARGS = 256
 MAX_ARG_CHARS = 8192
@@ -211,7 +211,9 @@ def _check_working_dir(path: str | None) -> None:
 
 
 def validate_spec(raw: object) -> JobSpec:
-    """Validate a submitted job spec (already decoded from JSON/YAML) into a :class:`JobSpec`.
+    """Validate a submitted job spec (already decoded from JSON/YAML) into a :class:`JobSpec`, its ``resources``
+    in Kubernetes' canonical form (``{"cpu": " 1.0 "}`` -> ``{"cpu": "1"}``, see
+    :func:`crater_app.domain.resources.canonical_quantity`).
 
     Raises:
         InvalidInput: the first problem, with ``field`` set to its dotted path and the limit in the
@@ -257,4 +259,5 @@ def validate_spec(raw: object) -> JobSpec:
     resources = parse_resources(spec.resources)
     if spec.accelerator_model and not resources.gpus:
         raise InvalidInput("job.accelerator_model_without_request", "accelerator_model")
-    return spec
+    # what is stored and shown is what is enforced: " 1 ", "1.0" and 1 are all "1" (Kubernetes' canonical form)
+    return spec.model_copy(update={"resources": canonical_resources(spec.resources)})

@@ -12,7 +12,7 @@ from sqlmodel import select
 from crater_app.db.models import Approval, Job, OperationLog, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden
-from crater_app.services import admission, approvals, jobs, notifications, projects, quotas
+from crater_app.services import admission, approvals, jobs, notifications, projects, quotas, users
 from crater_app.services.admission import AdmissionRefused
 from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
@@ -215,6 +215,21 @@ def test_interactive_sessions_are_limited_per_user(lab):
     assert two.reason_code == "sessions" and two.reason_args["limit"] == 1 and two.kind == "interactive"
     jobs.cancel_job(ctx, world.alice, one.id)
     drive_until(loop, two.id, "Running")
+
+
+def test_a_session_limit_of_zero_refuses_sessions_at_submission(lab):
+    """A session that could never start is refused with the numbers instead of waiting Held forever."""
+    world, _ = lab
+    ctx = world.ctx
+    users.update_user(ctx, world.admin, "alice", {"max_sessions": 0})
+    before = counts(ctx)
+    with pytest.raises(AdmissionRefused) as info:
+        jobs.submit_job(ctx, world.alice, _job("nb", 0, kind="interactive"))
+    assert (info.value.code, info.value.field, info.value.params, info.value.http_status) == (
+        "admission.no_sessions", "kind", {"limit": 0}, 422)
+    assert "limit is 0" in info.value.message and "0 个会话" in info.value.message_in("zh-CN")
+    assert counts(ctx) == before, "nothing written"
+    assert jobs.submit_job(ctx, world.alice, _job("batch", 0)).phase == "Queued", "batch jobs are not sessions"
 
 
 def test_member_share_holds_one_member_not_the_others(lab):

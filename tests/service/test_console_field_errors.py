@@ -114,7 +114,7 @@ def test_project_form_and_member_form(console):
     detail = page(ProjectDetailState, "alice", console, "http://localhost/projects/vision", "zh-CN")
     run(detail, "load")
     run(detail, "add_member", {"username": "nosuchuser"})
-    assert detail.field_errors == {"username": "用户“nosuchuser”不存在"} and detail.error == ""
+    assert detail.field_errors == {"username": "用户“nosuchuser”不存在。"} and detail.error == ""
     run(detail, "set_new_member_role", "viewer")  # another field: the user name's error stays
     assert list(detail.field_errors) == ["username"]
     run(detail, "clear_field_error", "username")

@@ -146,7 +146,8 @@ def _resource_field(key: str) -> str:
 def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: UserLimits,
                      max_runtime_s: int | None) -> Refusal | None:
     """Whether ``demand`` exceeds a ceiling it could never get under: the project's capability, the member's
-    ``share``, the user's max accelerators per job or max runtime. ``None`` when it could fit some day.
+    ``share``, the user's max accelerators per job, a ``max_sessions`` of 0 for an ``interactive`` job, or the
+    user's max runtime. ``None`` when it could fit some day.
 
     Args:
         demand: the job (its ``usage``).
@@ -159,8 +160,8 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
             caller applies the user's limit as the default).
 
     Returns:
-        :class:`Refusal` for the first ceiling broken in the order above (``field`` ``resources.<name>`` or
-        ``max_runtime``; ``args`` ``project``, ``request`` and ``limit`` - resource lists, device counts or
+        :class:`Refusal` for the first ceiling broken in the order above (``field`` ``resources.<name>``, ``kind``
+        or ``max_runtime``; ``args`` ``project``, ``request`` and ``limit`` - resource lists, device counts or
         seconds); else ``None``.
     """
     for key in sorted(demand.usage):
@@ -178,6 +179,8 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
         names = sorted(key for key in demand.usage if split_key(key)[1] is None and is_accelerator(key))
         return Refusal(_resource_field(names[0]) if names else "resources", "admission.over_accelerators",
                        {"request": count, "limit": limits.max_accelerators_per_job})
+    if demand.kind == "interactive" and limits.max_sessions == 0:  # no session could ever start
+        return Refusal("kind", "admission.no_sessions", {"limit": limits.max_sessions})
     if limits.max_runtime_s is not None and max_runtime_s is not None and max_runtime_s > limits.max_runtime_s:
         return Refusal("max_runtime", "admission.over_max_runtime",
                        {"request": max_runtime_s, "limit": limits.max_runtime_s})
