@@ -3,6 +3,8 @@ logs) is :mod:`crater_app.services.job_reads`, whose functions this module also 
 
 from __future__ import annotations
 
+import logging
+
 import uuid
 from datetime import datetime
 
@@ -30,6 +32,8 @@ from crater_app.services.job_events import EVENTS, event_row
 from crater_app.services.job_reads import (  # noqa: F401 - part of this module's interface
     MAX_LOG_TAIL_BYTES, MAX_PAGE_SIZE, get_job, job_events, job_logs, list_jobs, name_of, readable,
 )
+
+log = logging.getLogger(__name__)
 
 # Core tables: inserts without ORM objects.
 _JOBS, _OPERATION_LOGS = Job.__table__, OperationLog.__table__
@@ -176,23 +180,22 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
                 item = by_job[row["job_id"]]
                 target = approvals.job_target(row["job_id"], item.values["name"])
                 approvals.notify_deciders(s, item.actor, request, target)
-    # A crash between the commit above and the backend's create is repaired by services.reconcile.repair().
+    # The jobs are written: from here on a submission succeeds. A crash between the commit above and the backend's
+    # create, or a create that fails (the backend unreachable for a moment), is repaired by the leader
+    # (services.reconcile: Reconciler.repair on taking over and every REPAIR_EVERY_S), never by a second job -
+    # answering an error now would make a client retry into a duplicate.
     written = dict(zip((id(item) for item in ok), ids))
     results: list[tuple[int | None, Exception | None]] = [(written.get(id(item)), item.error) for item in batch]
-    admitted = [i for i, item in enumerate(batch) if item.admitted]
-    workloads = [batch[i].workload for i in admitted]
+    workloads = [item.workload for item in batch if item.admitted]
     try:
         if len(workloads) > 1:
             ctx.backend.create_many(workloads)
         else:
             for w in workloads:
                 ctx.backend.create(w)
-    except Exception:  # noqa: BLE001 - find out which one failed (create is idempotent on uid)
-        for i in admitted:
-            try:
-                ctx.backend.create(batch[i].workload)
-            except Exception as exc:  # noqa: BLE001 - reaches the caller that submitted this job
-                results[i] = (results[i][0], exc)
+    except Exception:  # noqa: BLE001 - any backend failure: the leader's repair hands these jobs over again
+        log.exception("handing %d submitted job(s) to the backend failed; the leader's repair retries",
+                      len(workloads))
     return results
 
 

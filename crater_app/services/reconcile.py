@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
@@ -213,27 +214,44 @@ class Reconciler:
         s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Preempted", f"hold.{code}", args,
                                              at=job.finished_at, message=job.reason))
 
-    def repair(self, adopted_by: str | None = None) -> int:
+    def repair(self, adopted_by: str | None = None, settled_before: datetime | None = None) -> int:
         """Fix jobs the backend does not know (or knows only from an earlier attempt): a Queued one (crash between
-        commit and create) is created again with the same uid and attempt; a Running one is marked Failed, a
-        Stopping one Cancelled, with the reason. Returns how many.
+        commit and create, or a create that failed) is created again with the same uid and attempt; a Running one is
+        marked Failed, a Stopping one Cancelled, with the reason. Returns how many.
 
         With ``adopted_by`` (the new leader, after a restart or a change of leader), every job still running
-        gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it.
+        gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it. With
+        ``settled_before`` (the leader's periodic repair, UTC), only jobs whose last move - admission, start or
+        stop request - came before it are looked at: a younger one may be on its way to the backend right now.
         """
+        c = Job.__table__.c
+        with self.ctx.session(read_only=True) as s:
+            rows = s.execute(sa_select(c.id, c.uid, c.phase, c.attempt, c.created_at, c.admitted_at, c.started_at,
+                                       c.stop_requested_at).where(c.phase.in_(_ACTIVE))).all()
+        suspects, adopted = [], []
+        for row in rows:
+            if settled_before is not None and _last_move(row) > settled_before:
+                continue
+            status = self.ctx.backend.status(row.uid)
+            if status is not None and status.attempt >= row.attempt:
+                if adopted_by and row.phase == JobPhase.RUNNING.value and status.state == "Running":
+                    adopted.append(event_row(row.id, row.phase, "Adopted", "job.adopted", {"holder": adopted_by}))
+                continue
+            suspects.append(row.id)
         fixed = 0
         with self.ctx.session() as s:
-            rows = s.exec(
+            if adopted:
+                s.execute(EVENTS.insert(), adopted)
+            if not suspects:
+                return 0
+            found = s.exec(
                 select(Job, Project.name, User.username)
                 .join(Project, Project.id == Job.project_id).join(User, User.id == Job.user_id)
-                .where(Job.phase.in_(_ACTIVE))
+                .where(Job.id.in_(suspects), Job.phase.in_(_ACTIVE)).with_for_update()
             ).all()
-            for job, project, user in rows:
-                status = self.ctx.backend.status(job.uid)
+            for job, project, user in found:
+                status = self.ctx.backend.status(job.uid)  # again, under the row lock: the backend may have caught up
                 if status is not None and status.attempt >= job.attempt:
-                    if adopted_by and job.phase == JobPhase.RUNNING.value and status.state == "Running":
-                        s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Adopted", "job.adopted",
-                                                             {"holder": adopted_by}))
                     continue
                 fixed += 1
                 if job.phase == JobPhase.QUEUED.value:
@@ -248,7 +266,14 @@ class Reconciler:
                 s.add(job)
                 s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Lost",
                                                      "job.lost_record" if running else "job.lost_stopping"))
+        if fixed:
+            log.warning("repair: %d job(s) the backend did not know were handed to it again or ended", fixed)
         return fixed
+
+
+def _last_move(row) -> datetime:  # noqa: ANN001 - a row of Reconciler.repair's query
+    """The latest of a job row's admission, start and stop request (its creation when it has none), UTC."""
+    return max(t for t in (row.created_at, row.admitted_at, row.started_at, row.stop_requested_at) if t is not None)
 
 
 def holder_id() -> str:
@@ -261,7 +286,8 @@ class LeaderLoop:
 
     Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
     re-adopt running workloads, repair, and send again every stop Crater asked for that the backend has not acted
-    on (``services.stops``); then ``backend.tick()``, ``Reconciler.sync()``, (at most once a second) the stops
+    on (``services.stops``); then ``backend.tick()``, ``Reconciler.sync()``, every ``REPAIR_EVERY_S`` a repair of
+    the jobs settled for ``REPAIR_GRACE_S`` (a create that failed is retried, a lost job ended), (at most once a second) the stops
     still not acted on after ``stops.RESEND_AFTER_S`` sent again and ``approvals.close_orphans()``, the billing
     charge when due, and the admission pass (held jobs that fit now are admitted, preemptions carried out, see
     :meth:`admit`); then sleep ``loop_interval_s`` or until ``ctx.kick`` is set.
@@ -272,6 +298,8 @@ class LeaderLoop:
     BURST_S = 0.1  # ...but this much owed rest is forgiven, so that an occasional kick is served at once
     ORPHANS_EVERY_S = 1.0  # approval requests whose target is gone are closed this often (approvals.close_orphans)
     STATS_EVERY_S = 3600.0  # query-planner statistics are refreshed by the leader this often (and on taking over)
+    REPAIR_EVERY_S = 30.0  # jobs the backend lost or never got are repaired this often (and on taking over)...
+    REPAIR_GRACE_S = 30.0  # ...once their last move is this old (a younger one may be on its way to the backend)
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
@@ -283,6 +311,7 @@ class LeaderLoop:
         self._stop = threading.Event()
         self._stats_at = -1e18
         self._orphans_at = -1e18
+        self._repair_at = time.monotonic()
         self._owed = 0.0  # seconds of rest owed by past rounds (REST_FACTOR x their duration), paid by idle time
 
     def step(self) -> None:
@@ -304,6 +333,9 @@ class LeaderLoop:
                 refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
+        if time.monotonic() - self._repair_at >= self.REPAIR_EVERY_S:
+            self._repair_at = time.monotonic()
+            self.reconciler.repair(settled_before=utcnow() - timedelta(seconds=self.REPAIR_GRACE_S))
         if self.stops.due():
             self.stops.run()
         # Requests whose job ended (or project expired) are closed: one indexed query, usually empty; once per

@@ -137,3 +137,31 @@ def test_long_backend_codes_are_kept_on_the_job_and_its_events():
     assert status_reason(status, {}) == ("started on node1", code, {"node": "node1", "devices": "0"})
     too_long = WorkloadStatus(**{**status.__dict__, "code": "x." + "y" * 63})
     assert status_reason(too_long, {})[1:] == ("", {})  # wider than jobs.reason_code: the text alone
+
+
+def test_a_job_whose_create_failed_reaches_the_backend_with_the_periodic_repair(clock, make_ctx):
+    """An admitted job whose hand-over to the backend failed (the backend was unreachable) is not left Queued until
+    the next change of leader: the leader's periodic repair hands it over again once it is REPAIR_GRACE_S old, and
+    a job younger than that is left alone (it may be on its way)."""
+    fake = FakeBackend(gpu_devices(4))
+    world = populate(make_ctx(backend=fake))
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    loop.step()  # leader now; its take-over repair has run
+    real_create = fake.create
+
+    def unreachable(workload):
+        raise RuntimeError("backend unreachable")
+
+    fake.create = unreachable
+    job = jobs.submit_job(ctx, world.alice, spec("lost-create", ["sleep", "60"]))
+    fake.create = real_create
+    assert fake.status(job.uid) is None and job_row(ctx, job.id).phase == "Queued"
+    loop._repair_at = -1e18  # due now, but the job is younger than the grace
+    loop.step()
+    assert fake.status(job.uid) is None, "a job younger than the grace is left alone"
+    clock.advance(seconds=LeaderLoop.REPAIR_GRACE_S + 1)
+    loop._repair_at = -1e18
+    loop.step()
+    assert fake.status(job.uid) is not None
+    assert "Resubmitted" in [e.reason for e in events(ctx, job.id)]
+    drive_until(loop, job.id, "Running")
