@@ -1,6 +1,6 @@
 """Benchmark: end-to-end job submissions per second with quotas on (POST /api/v1/jobs), plus the pure decision.
 
-The database is seeded like a platform that has run for a while (issue 3): 1,000 projects, each with a quota
+The database is seeded like a platform that has run for a while: 1,000 projects, each with a quota
 (capability 8/16/24/32 GPUs, 64 CPUs, 512 GiB, or ``--capability`` GPUs with 4 CPUs and 16 GiB each; with ``--fair-share`` also a guarantee and a deserved share),
 10,000 users (10 members per project), 100,000 finished jobs and ``--held`` jobs waiting for an approval. A 4-GPU
 job holds every (virtual) GPU, so admitted benchmark jobs wait in the backend's queue: what is measured is the
@@ -12,7 +12,7 @@ capability, its further jobs are ``Held`` (both paths are exercised; the mix is 
 ``--fair-share`` the machine's capacity is left to the backend's queue; with it, jobs are held for capacity and
 fair share too (every submission then reads the whole admitted usage and every held job).
 
-Target (issue 3): >= 1,000 submissions/s end to end, >= 2,000 decisions/s for the pure decision (the figures of
+Target: >= 1,000 submissions/s end to end, >= 2,000 decisions/s for the pure decision (the figures of
 ``bench/admission_pure.py`` are printed at the end).
 
     .venv/bin/python bench/admission.py [--jobs 3000] [--clients 16] [--users 32] [--mode reflex|standalone]

@@ -1,6 +1,6 @@
 """Benchmark: pure admission decisions per second (crater_app.domain.admission.decide), no database, no server.
 
-The population (issue 3): 1,000 projects, 10,000 users, 100,000 jobs built in memory; as in a database that has
+The population: 1,000 projects, 10,000 users, 100,000 jobs built in memory; as in a database that has
 run for a while most jobs are finished (they play no part in admission and are never passed to ``decide``),
 ``--admitted`` (2,000) hold devices and ``--held`` (300) wait. The machine has 4,000 devices of two models
 (A100, H100), so the held jobs meet every rule: capability, member shares, session limits, approval, capacity
@@ -14,7 +14,7 @@ Three measurements, each timed over ``--rounds`` calls of ``decide`` on prebuilt
 - ``one submission``: one call with the admitted jobs and a single new held job (the submit path); here one
   call is one decision.
 
-Target (issue 3): >= 2,000 decisions/s for the pure decision. ``pure_decisions()`` returns the figures as a dict
+Target: >= 2,000 decisions/s for the pure decision. ``pure_decisions()`` returns the figures as a dict
 for ``bench/admission.py`` (end to end) to print next to its own.
 
     .venv/bin/python bench/admission_pure.py [--rounds 50] [--admitted 2000] [--held 300]

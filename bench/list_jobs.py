@@ -4,7 +4,7 @@ Seeds a fresh data dir (bench/_seed.py: 50 users, 5 projects, 100k finished jobs
 real app, and measures the first page and a filtered page (``phase=Failed&q=resnet``) as a platform admin,
 a plain member (sees only their own jobs) and a project admin (own jobs OR all jobs of a project): latency
 with one client, then pages/s and latency with 8 clients. Ends with the server's RSS (supervisor + worker).
-Targets (issue 2): p95 < 50 ms, >= 400 pages/s with 8 clients, RSS < 400 MB.
+Targets: p95 < 50 ms, >= 400 pages/s with 8 clients, RSS < 400 MB.
 
     .venv/bin/python bench/list_jobs.py [--jobs 100000] [--requests 1000] [--mode reflex|standalone]
 """

@@ -5,7 +5,7 @@ supervisor and one worker), then serves rounds of job-list traffic - first pages
 200-row pages, single jobs and their events (404 for the jobs a member may not read), for an admin, a member and a project
 admin - and prints the RSS
 of supervisor + worker (psutil, job processes excluded) after start-up and after each round.
-Target (issue 2): < 400 MB after serving list pages.
+Target: < 400 MB after serving list pages.
 
     .venv/bin/python bench/rss.py [--jobs 100000] [--rounds 3] [--mode reflex|standalone]
 """

@@ -3,7 +3,7 @@
 Each round submits a 1-GPU job (``sleep 60``), polls GET /api/v1/jobs/{id} over one keep-alive connection
 until its phase is ``Running``, then cancels it and waits until it is ``Cancelled`` so that the next round
 starts idle again. Prints the client-observed time (from sending the POST to the first GET that shows
-Running) and the server-side one (``started_at - created_at``). Target (issue 2): median < 300 ms.
+Running) and the server-side one (``started_at - created_at``). Target: median < 300 ms.
 
     .venv/bin/python bench/start_latency.py [--rounds 20] [--poll-ms 5] [--mode reflex|standalone]
 """

@@ -2,7 +2,7 @@
 
 All 4 (virtual) GPUs are first taken by a long 4-GPU job, so every benchmark job (1 GPU) waits in the
 queue: what is measured is the control plane (validate, authorise, write, hand to the backend, reconcile),
-not process start-up. Target (issue 2): >= 1,000 submissions/s, p99 < 50 ms.
+not process start-up. Target: >= 1,000 submissions/s, p99 < 50 ms.
 
     .venv/bin/python bench/submit.py [--jobs 2000] [--clients 16] [--users 4] [--mode reflex|standalone]
 """

@@ -33,7 +33,7 @@ class Settings(BaseSettings):
             quantities, ``""`` for none), the same through the API and the console's form
             (:mod:`crater_app.domain.job_defaults`).
 
-    Governance (issue 3):
+    Governance:
         signup_enabled: local self sign-up on the login page; new accounts wait as ``pending``.
         default_max_sessions, default_max_accelerators_per_job, default_max_runtime_s: per-user limits when the
             user has none of their own (``None`` = no limit).

@@ -36,7 +36,7 @@ from crater_app.domain import times
 from crater_app.domain.policy import Actor
 from crater_app.domain.resources import NVIDIA_GPU
 from crater_app.services import identity, sign_in, users
-from crater_app.services import jobs as jobs_service
+from crater_app.services import job_reads
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings
 from tests.fakes import FakeBackend
@@ -69,9 +69,9 @@ def _cheap_argon2():
 def _clear_process_caches():
     """Ids repeat across the per-test databases: drop the id->name cache around each test (resolved identities
     live on each test's own ServiceContext)."""
-    jobs_service._names.clear()
+    job_reads._names.clear()
     yield
-    jobs_service._names.clear()
+    job_reads._names.clear()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ class _Record:
     status: WorkloadStatus
     logs: list[str] = field(default_factory=list)
     stopping: str | None = None  # the stop's message while it is Stopping
-    final: tuple[str, str, str] | None = None  # (state, reason, message) it ends with once stopped
+    final: tuple[str, str, str, str, dict] | None = None  # (state, reason, message, code, args) once stopped
 
 
 class FakeBackend:
@@ -108,16 +108,16 @@ class FakeBackend:
         for workload in workloads:
             self.create(workload)
 
-    def cancel(self, uid: str, reason: str) -> None:
+    def cancel(self, uid: str, reason: str, *, code: str = "", args: dict | None = None) -> None:
         with self._lock:
             rec = self._records[uid]  # KeyError for unknown uids, as the contract says
             if rec.status.state == "Pending":
                 self._set(uid, state="Cancelled", reason="Cancelled", message=reason, finished_at=self._now(),
-                          code="", args={})
+                          code=code, args=dict(args or {}))
             elif rec.status.state == "Running" and rec.stopping is None:
-                self._stop(uid, f"stopping: {reason}", ("Cancelled", "Cancelled", reason))
+                self._stop(uid, f"stopping: {reason}", ("Cancelled", "Cancelled", reason, code, dict(args or {})))
 
-    def _stop(self, uid: str, message: str, final: tuple[str, str, str]) -> None:
+    def _stop(self, uid: str, message: str, final: tuple[str, str, str, str, dict]) -> None:
         rec = self._records[uid]
         rec.stopping, rec.final = message, final
         self._set(uid, state="Stopping", message=message, code="", args={})
@@ -149,9 +149,9 @@ class FakeBackend:
             now = self.clock()
             for uid, rec in list(self._records.items()):
                 if rec.status.state == "Stopping":  # its processes have exited: it ends as the stop said
-                    state, reason, message = rec.final or ("Cancelled", "Cancelled", "cancelled")
+                    state, reason, message, code, args = rec.final or ("Cancelled", "Cancelled", "cancelled", "", {})
                     self._set(uid, state=state, reason=reason, message=message, exit_code=143, exit_signal=15,
-                              finished_at=self._now())
+                              finished_at=self._now(), code=code, args=args)
                     continue
                 if rec.status.state != "Running":
                     continue
@@ -159,7 +159,7 @@ class FakeBackend:
                 started = rec.status.started_at.timestamp()
                 if rec.workload.max_runtime_s and now - started >= rec.workload.max_runtime_s:
                     message = f"max_runtime of {rec.workload.max_runtime_s} s exceeded"
-                    self._stop(uid, f"stopping: {message}", ("Failed", "DeadlineExceeded", message))
+                    self._stop(uid, f"stopping: {message}", ("Failed", "DeadlineExceeded", message, "", {}))
                 elif now - started >= seconds:
                     self._set(uid, state="Succeeded" if code == 0 else "Failed",
                               reason="Completed" if code == 0 else "Error", message=f"exited with code {code}",

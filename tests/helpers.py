@@ -18,7 +18,9 @@ from sqlmodel import select
 
 from crater_app.cluster.base import Workload
 from crater_app.db.models import Job, JobEvent, OperationLog
+from crater_app.domain.policy import Actor
 from crater_app.domain.resources import parse_resources
+from crater_app.services import identity, projects, quotas
 from crater_app.services.context import ServiceContext
 from crater_app.services.reconcile import LeaderLoop
 
@@ -158,6 +160,23 @@ def spec(name: str = "train", command: list[str] | None = None, **fields) -> dic
     raw = {"name": name, "command": command or ["sh", "-c", "echo hello"]}
     raw.update(fields)
     return raw
+
+
+def signed_in(world, name: str) -> Actor:
+    """User ``name`` of a populated world as a new request resolves it (its project roles as they are now)."""
+    world.ctx.identities.clear()
+    return identity.authenticate(world.ctx, world.tokens[name])
+
+
+def two_teams(world, deserved_gpus: int) -> tuple[Actor, Actor]:
+    """Projects ``team-a`` (member alice) and ``team-b`` (member bob), each deserving ``deserved_gpus`` devices of
+    ``nvidia.com/gpu`` under fair share; returns (alice, bob) as they sign in now."""
+    ctx, admin = world.ctx, world.admin
+    for name, user in (("team-a", "alice"), ("team-b", "bob")):
+        projects.create_project(ctx, admin, name)
+        projects.set_member(ctx, admin, name, user, "member")
+        quotas.set_quota(ctx, admin, name, {"deserved": {"nvidia.com/gpu": deserved_gpus}})
+    return signed_in(world, "alice"), signed_in(world, "bob")
 
 
 def workload(command: list[str] | str = "exit 0", gpus: int = 0, priority: int = 0, at: int = 0,

@@ -1,4 +1,4 @@
-"""Issue 3 governance schema: quotas, per-user limits, held jobs, approvals, notifications, billing, OIDC identities.
+"""Governance schema: quotas, per-user limits, held jobs, approvals, notifications, billing, OIDC identities.
 
 - ``projects``: ``guarantee``/``deserved``/``capability`` resource lists (JSON) and ``member_allowance_points``.
 - ``project_members.share``: the member's share of the project's capability (JSON resource list).

@@ -117,11 +117,12 @@ class ClusterBackend(Protocol):
     def create_many(self, workloads: list[Workload]) -> None:
         """:meth:`create` for several workloads at once (one transaction where the backend has them)."""
 
-    def cancel(self, uid: str, reason: str) -> None:
+    def cancel(self, uid: str, reason: str, *, code: str = "", args: dict | None = None) -> None:
         """Stop the workload (graceful, then forced): a pending one ends ``Cancelled`` at once; a running one is
         ``Stopping``, holding its devices, until its last process has exited, then ``Cancelled`` with the exit
-        status it died with (``exit_code`` 143 and ``exit_signal`` 15 for SIGTERM). Unknown uids raise
-        ``KeyError``."""
+        status it died with (``exit_code`` 143 and ``exit_signal`` 15 for SIGTERM). The ``Cancelled`` status
+        carries ``code`` and ``args`` (a catalogue code, ``event.<code>``, e.g. ``job.cancelled_by`` with the
+        ``user``) and ``reason`` (the same in English) as its message. Unknown uids raise ``KeyError``."""
 
     def extend(self, uid: str, max_runtime_s: int) -> None:
         """Set the workload's ``max_runtime`` to ``max_runtime_s`` seconds, counted from its start: its deadline

@@ -28,6 +28,10 @@ class User(SQLModel, table=True):
     # The name's identity for uniqueness: NFKC case-folded (``Zhang.San`` and ``zhang.san`` are one account);
     # migration 0005. Case folding may lengthen a name (``ß`` -> ``ss``), hence the wider column.
     username_key: str = Field(max_length=256)
+    # What the name looks like (``domain.naming.username_skeleton``: Cyrillic/Greek look-alikes as Latin), so that a
+    # new name confusable with an existing one is refused; migration 0005. Not unique: accounts made before may
+    # share one. ``None`` for rows written without it.
+    username_skeleton: Optional[str] = Field(default=None, max_length=256, index=True)
     display_name: str = Field(default="", max_length=128)
     email: str = Field(default="", max_length=254)
     password_hash: Optional[str] = Field(default=None, max_length=255)
@@ -176,13 +180,13 @@ class Job(SQLModel, table=True):
     started_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     finished_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     resubmitted_from: Optional[int] = None
-    # Migration 0004 (issue 3):
+    # Governance (migration 0004):
     kind: str = Field(default="batch", max_length=16)  # ``batch`` or ``interactive`` (counts as a session)
     preemptible: bool = False  # Crater's "backfill": may be stopped to give a project its deserved share
     reclaim_lock: bool = False  # approved lock against automatic reclamation
     # Why the job is not running, machine-readable, for translation: ``reason_code`` (e.g. ``quota``,
     # ``capacity``, ``queue``, ``approval``, ``billing``) and its parameters; ``reason`` is the English sentence.
-    reason_code: str = Field(default="", max_length=32)
+    reason_code: str = Field(default="", max_length=64)  # 64 since migration 0005 (event codes are as long)
     reason_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     admitted_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     # Billing: points charged so far and the instant up to which run time has been charged.
@@ -256,6 +260,8 @@ class Approval(SQLModel, table=True):
     ``large_job`` (``job_id`` held until approved). ``status``: ``pending``/``approved``/``rejected``/``closed``
     (closed: its target is gone). ``auto``: granted by the auto-approval rule. ``decision_note``: the decider's
     note, or the English text of ``decision_code``/``decision_args`` when Crater decided (closed, auto-approved).
+    ``reason``: the requester's own words, or the English text of ``reason_code``/``reason_args`` when Crater wrote
+    the request (``large_job``).
     """
 
     __tablename__ = "approvals"
@@ -275,6 +281,10 @@ class Approval(SQLModel, table=True):
     #: and its arguments, read in the viewer's language; ``""`` for a decider's own note (migration 0005)
     decision_code: str = Field(default="", max_length=64)
     decision_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    #: the reason of a request Crater wrote itself (a large job) as a code (``request.<code>`` in the catalogues)
+    #: and its arguments, read in the viewer's language; ``""`` for a requester's own words (migration 0005)
+    reason_code: str = Field(default="", max_length=64)
+    reason_args: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     decided_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
 

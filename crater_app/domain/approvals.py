@@ -18,7 +18,7 @@ from crater_app.domain import field_paths
 from crater_app.domain import quota as quota_lists
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import is_text
-from crater_app.domain.resources import CPU, MEMORY
+from crater_app.domain.resources import CPU, MEMORY, canonical_quantity
 
 KINDS = ("quota", "extend_runtime", "reclaim_lock", "large_job")
 #: the kinds a user may ask for (``large_job`` requests come from the submission path)
@@ -72,12 +72,12 @@ def check_note(value: object) -> str:
 
 def _quota_entry(name: object, quantity: object, field: str) -> tuple[str, str | int]:
     """One checked entry of a quota resource list (rules of :func:`crater_app.domain.quota.parse_quota_list`):
-    ``(name, value)`` with devices as ``int`` and CPU/memory as the quantity string given."""
+    ``(name, value)`` with devices as ``int`` and CPU/memory as the quantity given, in canonical form."""
     if not isinstance(name, str):
         raise InvalidInput("quota.key_type", field, field_name=field)
     amount = quota_lists.parse_quota_list({name: quantity}, field)[name]
     if quota_lists.split_key(name)[0] in (CPU, MEMORY):
-        return name, str(quantity).strip()
+        return name, canonical_quantity(quantity)
     return name, amount
 
 
@@ -87,8 +87,8 @@ def check_quota_payload(payload: object) -> dict[str, dict[str, str | int]]:
     optionally ``nvidia.com/gpu:<model>`` for one accelerator model), at most 16 entries each.
 
     Returns:
-        The payload with checked values: accelerators as whole devices (``int``), CPU and memory as the
-        Kubernetes quantity strings given (``"32"``, ``"500m"``, ``"256Gi"``).
+        The payload with checked values: accelerators as whole devices (``int``), CPU and memory as Kubernetes
+        quantities in canonical form (``"32"``, ``"500m"``, ``"256Gi"``; ``" 0.5 "`` -> ``"500m"``).
 
     Raises:
         InvalidInput: naming the field: ``approval.quota_payload`` (``payload``: not an object with a section),

@@ -1,7 +1,7 @@
 """Billing in points: prices, the cost of a run, and which balance pays it. Pure; :mod:`crater_app.services.billing`
 keeps the books.
 
-Model (issue 3: Crater's reference design bills in points with a free allowance per account member; the price
+Model (Crater's reference design bills in points with a free allowance per account member; the price
 of a job is computed like Slurm's ``TRESBillingWeights``: a weight per resource, times the allocation, times time):
 
 - A price is points per hour for one unit of a resource: ``cpu`` per core, ``memory`` per GiB, an accelerator
@@ -34,6 +34,11 @@ MAX_GRANT_POINTS = 1_000_000_000.0
 #: the largest free allowance per member and period, points
 MAX_ALLOWANCE_POINTS = 1_000_000_000.0
 MAX_NOTE_CHARS = 255
+#: grants and allowances are counted in hundredths of a point: a given amount is rounded to this many decimals
+#: (charges keep their full precision and are shown rounded the same way)
+POINTS_DECIMALS = 2
+#: the smallest grant, points (``10 ** -POINTS_DECIMALS``)
+POINTS_STEP = 0.01
 #: the fields of one price row
 PRICE_FIELDS = ("model", "points_per_hour", "resource")
 
@@ -164,17 +169,27 @@ def validate_prices(raw: object) -> list[Price]:
     return out
 
 
+def points_of(value: float) -> float:
+    """``value`` rounded to :data:`POINTS_DECIMALS` decimals (``1e-9`` -> ``0.0``, ``2.345`` -> ``2.35``), without a
+    negative zero."""
+    return round(value, POINTS_DECIMALS) + 0.0
+
+
 def validate_grant(points: object, note: object) -> tuple[float, str]:
-    """``(points, note)`` of a grant: points non-zero within +-1,000,000,000 (negative takes points back), note
-    text of at most 255 characters.
+    """``(points, note)`` of a grant: points within +-1,000,000,000 (negative takes points back), rounded to
+    hundredths (:data:`POINTS_STEP`) and not 0 once rounded; note text of at most 255 characters.
 
     Raises:
-        InvalidInput: ``billing.number``/``billing.number_range``/``billing.points_zero`` (field ``points``) or
+        InvalidInput: ``billing.number``/``billing.number_range`` (field ``points``), ``billing.points_zero`` (0;
+        ``step``), ``billing.points_below_step`` (not 0, but 0 once rounded: ``value``, ``step``) or
         ``billing.note`` (field ``note``, ``max``).
     """
-    value = _number(points, "points", -MAX_GRANT_POINTS, MAX_GRANT_POINTS)
+    given = _number(points, "points", -MAX_GRANT_POINTS, MAX_GRANT_POINTS)
+    if given == 0:
+        raise InvalidInput("billing.points_zero", "points", step=POINTS_STEP)
+    value = points_of(given)
     if value == 0:
-        raise InvalidInput("billing.points_zero", "points")
+        raise InvalidInput("billing.points_below_step", "points", value=given, step=POINTS_STEP)
     if note is None:
         note = ""
     if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or not is_text(note):
@@ -183,6 +198,6 @@ def validate_grant(points: object, note: object) -> tuple[float, str]:
 
 
 def validate_allowance(points: object) -> float:
-    """A project's ``member_allowance_points``: 0..1,000,000,000 (``-0.0`` is taken as ``0.0``). Raises
-    :class:`InvalidInput` naming it."""
-    return _number(points, "member_allowance_points", 0.0, MAX_ALLOWANCE_POINTS)
+    """A project's ``member_allowance_points``: 0..1,000,000,000, rounded to hundredths (:data:`POINTS_STEP`;
+    ``-0.0`` is taken as ``0.0``). Raises :class:`InvalidInput` naming it."""
+    return points_of(_number(points, "member_allowance_points", 0.0, MAX_ALLOWANCE_POINTS))

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.jobs import JobSpec
-from crater_app.domain.resources import CPU, MEMORY, parse_resources
+from crater_app.domain.resources import CPU, MEMORY, canonical_quantity, parse_resources
 
 #: the settings that hold the defaults, by resource (their environment variables in messages)
 SETTINGS = {CPU: "CRATER_DEFAULT_JOB_CPU", MEMORY: "CRATER_DEFAULT_JOB_MEMORY"}
@@ -23,7 +23,8 @@ SETTINGS = {CPU: "CRATER_DEFAULT_JOB_CPU", MEMORY: "CRATER_DEFAULT_JOB_MEMORY"}
 
 @lru_cache(maxsize=16)
 def default_resources(cpu: str, memory: str) -> Mapping[str, str]:
-    """The defaults as a resource list (``{"cpu": "1", "memory": "2Gi"}``), without the empty ones.
+    """The defaults as a resource list in canonical form (``{"cpu": "1", "memory": "2Gi"}``; ``"1000m"`` ->
+    ``"1"``), without the empty ones.
 
     Raises:
         ValueError: a default that is not a Kubernetes quantity, naming its setting (a deployment error: Crater
@@ -39,7 +40,7 @@ def default_resources(cpu: str, memory: str) -> Mapping[str, str]:
         except InvalidInput as exc:
             raise ValueError(f"{SETTINGS[name]}={value!r} is not a Kubernetes quantity such as '1', '500m' or "
                              f"'2Gi': {exc.message}") from None
-        found[name] = value
+        found[name] = canonical_quantity(value)
     return MappingProxyType(found)
 
 

@@ -13,7 +13,7 @@ from pydantic import (
 from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_text, is_model_name
-from crater_app.domain.resources import ResourceList, parse_resources
+from crater_app.domain.resources import ResourceList, canonical_resources, parse_resources
 
 MAX_COMMAND_ARGS = 256
 MAX_ARG_CHARS = 8192
@@ -42,9 +42,10 @@ _IMAGE = re.compile(
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 # Environment names the platform sets itself; a spec may not override them.
 RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRATER_JOB_UID"})
-#: pydantic error types of a wrong JSON type -> the type the field takes (code ``job.field_<type>``)
-_TYPE_ERRORS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
-                "list_type": "list", "dict_type": "object", "int_from_float": "integer"}
+#: pydantic error types of a wrong JSON type -> the error's code, which names the type the field takes
+_TYPE_ERRORS = {"string_type": "job.field_string", "int_type": "job.field_integer", "int_parsing": "job.field_integer",
+                "bool_type": "job.field_boolean", "list_type": "job.field_list", "dict_type": "job.field_object",
+                "int_from_float": "job.field_integer"}
 
 
 class JobPhase(str, enum.Enum):
@@ -211,7 +212,9 @@ def _check_working_dir(path: str | None) -> None:
 
 
 def validate_spec(raw: object) -> JobSpec:
-    """Validate a submitted job spec (already decoded from JSON/YAML) into a :class:`JobSpec`.
+    """Validate a submitted job spec (already decoded from JSON/YAML) into a :class:`JobSpec`, its ``resources``
+    in Kubernetes' canonical form (``{"cpu": " 1.0 "}`` -> ``{"cpu": "1"}``, see
+    :func:`crater_app.domain.resources.canonical_quantity`).
 
     Raises:
         InvalidInput: the first problem, with ``field`` set to its dotted path and the limit in the
@@ -238,7 +241,7 @@ def validate_spec(raw: object) -> JobSpec:
         if kind == "missing":
             raise InvalidInput("job.field_required", loc, name=name) from None
         if kind in _TYPE_ERRORS:
-            raise InvalidInput(f"job.field_{_TYPE_ERRORS[kind]}", loc, name=name) from None
+            raise InvalidInput(_TYPE_ERRORS[kind], loc, name=name) from None
         raise InvalidInput("job.field_invalid", loc, name=name, detail=str(err["msg"])[:200]) from None
     check_dns1123_label(spec.name, "name")
     if spec.project is not None:
@@ -257,4 +260,5 @@ def validate_spec(raw: object) -> JobSpec:
     resources = parse_resources(spec.resources)
     if spec.accelerator_model and not resources.gpus:
         raise InvalidInput("job.accelerator_model_without_request", "accelerator_model")
-    return spec
+    # what is stored and shown is what is enforced: " 1 ", "1.0" and 1 are all "1" (Kubernetes' canonical form)
+    return spec.model_copy(update={"resources": canonical_resources(spec.resources)})

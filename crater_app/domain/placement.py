@@ -10,7 +10,10 @@ by their ``ends_at`` bounds, for it to fit; the devices it would take then are t
 among those free at that time. A later request that fits now still starts when it will have ended by the shadow
 time (``now`` + its ``max_runtime_s``), or when it takes only devices, CPU and memory the head will not need then
 (the *extra* capacity, of which it takes its share). Anything else waits behind the head. So a small job uses an
-idle device while a large one waits, and a stream of small jobs never delays the large one's earliest start.
+idle device while a large one waits, and a stream of small jobs never delays the large one's earliest start. The
+requests placed earlier in the same call hold capacity from now on too: the head's reservation counts each of them
+as a running workload that ends by ``now`` + its ``max_runtime_s`` (unbounded without one), as admission counts the
+jobs it admits in a pass.
 
 Reasons are catalogue codes (``event.<code>``, ``i18n/queue``) with their arguments, and the same in English
 (``Decision.waiting``, the backend's message):
@@ -174,6 +177,13 @@ def _reserve(head: Request, free: list[FreeDevice], cpu_m: int, memory_bytes: in
                  memory_bytes=reservation.extra.get(MEMORY, 0))
 
 
+def _ends_at(req: Request, now: datetime | None) -> datetime | None:
+    """When ``req`` started ``now`` has ended at the latest (``None``: no bound, or no clock)."""
+    if now is None or req.max_runtime_s is None:
+        return None
+    return now + timedelta(seconds=req.max_runtime_s)
+
+
 def _message(code: str, args: dict) -> str:
     return i18n.render(i18n.DEFAULT_LANGUAGE, f"event.{code}", args, fallback=code)
 
@@ -185,7 +195,8 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
     Args:
         requests: the pending requests; ``max_runtime_s`` bounds the end of one started ahead of the head.
         capacity: what is free now.
-        running: the workloads that hold the rest, with their ``ends_at`` bounds (UTC).
+        running: the workloads that hold the rest, with their ``ends_at`` bounds (UTC); the requests this call
+            places ahead of the head are added to them for its reservation.
         now: the current instant (UTC); without it no request is known to end in time, so only extra capacity
             is lent ahead of a blocked head.
 
@@ -199,19 +210,18 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
     placed: dict[str, tuple[int, ...]] = {}
     reasons: dict[str, tuple[str, dict]] = {}
     head: _Head | None = None
+    started: list[Running] = []  # placed ahead of the head in this call: they hold capacity until their bound
     clock = now or datetime.min.replace(tzinfo=timezone.utc)
     for req in queue_order(requests):
         lack = _shortfall(req, cpu, mem, devices)
         if head is None and lack is not None:
-            head = _reserve(req, devices, cpu, mem, running, clock, lack[0])
-            estimate = backfill.estimate_args(head.reservation, now)
-            code = "placement.waiting" if estimate["expected_at"] else "placement.waiting_unbounded"
-            reasons[req.uid] = (code, {"request": lack[0], "free": lack[1], **estimate})
+            head = _reserve(req, devices, cpu, mem, [*running, *started], clock, lack[0])
+            reasons[req.uid] = waiting_reason(lack[0], lack[1], backfill.estimate_args(head.reservation, now))
             continue
         if head is not None:
             picked = None
             if lack is None:
-                ends_at = now + timedelta(seconds=req.max_runtime_s) if now and req.max_runtime_s else None
+                ends_at = _ends_at(req, now)
                 if backfill.ends_in_time(head.reservation, ends_at):
                     picked = _pick(req, devices)
                 elif req.cpu_m <= head.cpu_m and req.memory_bytes <= head.memory_bytes:
@@ -221,19 +231,40 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
                         head.cpu_m -= req.cpu_m
                         head.memory_bytes -= req.memory_bytes
             if picked is None:
-                estimate = backfill.estimate_args(head.reservation, now)
-                code = "placement.queued" if estimate["expected_at"] else "placement.queued_unbounded"
-                reasons[req.uid] = (code, {"position": len(reasons) + 1, "blocker": head.request.uid,
-                                           "blocker_request": head.lacking, **estimate})
+                reasons[req.uid] = queued_reason(len(reasons) + 1, head.request.uid, head.lacking,
+                                                 backfill.estimate_args(head.reservation, now))
                 continue
         else:
             picked = _pick(req, devices) or []
+            started.append(Running(req.uid, req.cpu_m, req.memory_bytes, tuple(picked), _ends_at(req, now)))
         devices = [d for d in devices if d not in picked]
         cpu -= req.cpu_m
         mem -= req.memory_bytes
         placed[req.uid] = tuple(sorted(d.index for d in picked))
     waiting = {uid: _message(code, args) for uid, (code, args) in reasons.items()}
     return Decision(placed=placed, waiting=waiting, reasons=reasons)
+
+
+def waiting_reason(request: dict[str, int], free: dict[str, int], estimate: dict) -> tuple[str, dict]:
+    """``(code, args)`` of the first request that does not fit (the head): ``placement.waiting`` with ``request`` and
+    ``free`` (resource lists of what it lacks) and the estimate (``expected_at``, ISO 8601 UTC, and ``wait``,
+    seconds), or ``placement.waiting_unbounded`` (``expected_at`` ``None``) when no start can be estimated."""
+    if estimate.get("expected_at"):
+        return "placement.waiting", {"request": request, "free": free, "expected_at": estimate["expected_at"],
+                                     "wait": estimate.get("wait")}
+    return "placement.waiting_unbounded", {"request": request, "free": free, "expected_at": None}
+
+
+def queued_reason(position: int, blocker: str, lacking: dict[str, int], estimate: dict) -> tuple[str, dict]:
+    """``(code, args)`` of a request waiting behind the head: ``placement.queued`` with its ``position`` (1-based,
+    among the waiting), the head's uid (``blocker``, named by its job later) and what the head lacks
+    (``blocker_request``) and the head's estimate (``expected_at``, ``wait``), or ``placement.queued_unbounded``
+    without one."""
+    if estimate.get("expected_at"):
+        return "placement.queued", {"position": position, "blocker": blocker, "blocker_request": lacking,
+                                    "expected_at": estimate["expected_at"], "wait": estimate.get("wait")}
+    return "placement.queued_unbounded", {"position": position, "blocker": blocker, "blocker_request": lacking,
+                                          "expected_at": None}
 
 
 def never_fits(req: Request, cpu_m: int, memory_bytes: int,

@@ -77,7 +77,7 @@ def can_read_nodes(actor: Actor) -> bool:
     return actor.role in PLATFORM_ROLES
 
 
-# --- Projects, members, personal tokens, operation log (issue 3) ----------------------------------------------
+# --- Projects, members, personal tokens, operation log ---------------------------------------------------------------
 
 
 def can_create_project(actor: Actor) -> bool:
@@ -120,7 +120,7 @@ def can_read_operation_log(actor: Actor) -> bool:
     return actor.is_admin
 
 
-# --- Approvals and notifications (issue 3) ----------------------------------------------------------------------
+# --- Approvals and notifications -------------------------------------------------------------------------------------
 
 
 def can_request_approval(actor: Actor, kind: str, project_id: int, owner_id: int | None = None) -> bool:
@@ -172,7 +172,7 @@ def can_read_notifications(actor: Actor) -> bool:
     return actor.role in PLATFORM_ROLES
 
 
-# --- Usage and billing (issue 3) ---------------------------------------------------------------------------------
+# --- Usage and billing -----------------------------------------------------------------------------------------------
 
 
 def usage_scope(actor: Actor) -> tuple[bool, list[int]]:
@@ -201,7 +201,7 @@ def can_read_balance(actor: Actor) -> bool:
     return actor.role in PLATFORM_ROLES
 
 
-# --- Accounts: sign-up and administration of users (issue 3) --------------------------------------------------
+# --- Accounts: sign-up and administration of users -------------------------------------------------------------------
 
 #: user fields an admin changes with ``PATCH /users/{username}``; the first two are an account's standing.
 USER_STANDING_FIELDS = ("role", "status")
@@ -244,7 +244,7 @@ def can_sign_up(signup_enabled: bool) -> bool:
     return signup_enabled
 
 
-# --- Quotas and admission (issue 3) ---------------------------------------------------------------------------
+# --- Quotas and admission --------------------------------------------------------------------------------------------
 
 
 def can_set_quota(actor: Actor) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 
 from kubernetes.utils import parse_quantity
 
@@ -28,7 +29,10 @@ MAX_QUANTITY_CHARS = 32
 MAX_CANONICAL = 2**63 - 1
 # The Kubernetes quantity grammar (k8s.io/apimachinery resource.Quantity), ASCII only. parse_quantity goes through
 # Python's Decimal, which also reads '1_000' and other scripts' digits ('١'): a finite value must match it too.
-_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
+#: Kubernetes' decimal SI suffixes by power of ten, and its binary ones by power of 1024 (resource.Quantity)
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,56 @@ def _quantity(raw: object, field_name: str) -> Decimal:
     if value < 0:
         raise InvalidInput("resources.quantity_negative", field_name, field_name=field_name, value=text)
     return value
+
+
+def _decimal_form(value: Decimal, exponent_suffix: bool) -> str:
+    """``value`` (not 0) as an integer mantissa and a power of ten that is a multiple of 3, as large as possible
+    without losing a digit; the power written as an SI suffix (``k``, ``M``, ``m``) or, for the exponent form,
+    ``e<power>``."""
+    sign, digits, exponent = value.normalize().as_tuple()
+    mantissa = int("".join(map(str, digits)))
+    shift = int(exponent) % 3  # down to a multiple of 3: 1.5e4 -> 15e3
+    mantissa, exponent = mantissa * 10**shift, int(exponent) - shift
+    if exponent_suffix or exponent not in _DECIMAL_SUFFIXES:
+        suffix = f"e{exponent}" if exponent else ""
+    else:
+        suffix = _DECIMAL_SUFFIXES[exponent]
+    return f"{'-' if sign else ''}{mantissa}{suffix}"
+
+
+@lru_cache(maxsize=4096)  # the same few quantities ("100m", "16Mi", 1) come with every submission
+def canonical_quantity(raw: str | int | float) -> str:
+    """A Kubernetes quantity (``" 1 "``, ``"1.0"``, ``"0.5"``, ``"1536Mi"``, ``2``) in Kubernetes' canonical form, the
+    text ``kubectl`` shows for it (k8s.io/apimachinery resource.Quantity ``CanonicalizeBytes``): the suffix kind as
+    written is kept (decimal SI, binary SI or an exponent), the mantissa is an integer and the suffix as large as no
+    digit is lost. ``" 1 "`` and ``"1.0"`` -> ``"1"``; ``"-0"`` -> ``"0"``; ``"0.5"`` -> ``"500m"``; ``"1000"`` ->
+    ``"1k"``; ``"1.5Gi"`` -> ``"1536Mi"``; ``"1e3"`` -> ``"1e3"``; a binary quantity under 1024 or with a fraction in
+    decimal SI (``"0.5Ki"`` -> ``"512"``). It parses (``parse_quantity``) to the same value.
+
+    Raises:
+        ValueError: ``raw`` is not a Kubernetes quantity (validate with :func:`parse_amount` first).
+    """
+    text = str(raw).strip()
+    match = _QUANTITY.fullmatch(text)
+    value = parse_quantity(text)
+    if match is None or not value.is_finite():
+        raise ValueError(f"not a Kubernetes quantity: {text[:MAX_QUANTITY_CHARS]!r}")
+    if value == 0:
+        return "0"
+    suffix = match.group("suffix") or ""
+    if suffix.endswith("i") and abs(value) >= 1024 and value == value.to_integral_value():
+        amount, power = int(value), 0
+        while amount % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+            amount, power = amount // 1024, power + 1
+        return f"{amount}{_BINARY_SUFFIXES[power]}"
+    return _decimal_form(value, len(suffix) > 1 and suffix[0] in "eE")  # "E" alone is exa, "E3" an exponent
+
+
+def canonical_resources(raw: dict[str, object]) -> dict[str, str]:
+    """A resource list with every quantity in canonical form (:func:`canonical_quantity`), keys and order kept:
+    what a job stores and shows is what its limits are enforced with (``{"cpu": " 1 ", "memory": "1.0Gi"}`` ->
+    ``{"cpu": "1", "memory": "1Gi"}``). Validate with :func:`parse_resources` first."""
+    return {name: canonical_quantity(quantity) for name, quantity in raw.items()}
 
 
 def is_resource_name(name: object) -> bool:

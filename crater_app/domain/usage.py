@@ -109,8 +109,22 @@ def next_period(start: datetime, granularity: str) -> datetime:
 
 
 def period_label(start: datetime, granularity: str) -> str:
-    """``YYYY-MM-DD`` for a day, ``YYYY-MM`` for a month."""
-    return start.strftime("%Y-%m" if granularity == "month" else "%Y-%m-%d")
+    """``YYYY-MM-DD`` for a day, ``YYYY-MM`` for a month (four-digit years: ``0001-01``)."""
+    if granularity == "month":
+        return f"{start.year:04d}-{start.month:02d}"
+    return f"{start.year:04d}-{start.month:02d}-{start.day:02d}"
+
+
+#: the first instant Crater can represent (Python's ``datetime.min``, in UTC)
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def latest_end(granularity: str) -> datetime:
+    """The latest ``to`` a window of ``granularity`` periods may have: the start of the last UTC day
+    (``9999-12-31T00:00:00Z``) or month (``9999-12-01T00:00:00Z``) that Python's ``datetime`` can represent, since
+    the period containing a later instant would end past the year 9999."""
+    last = datetime.max.replace(tzinfo=timezone.utc)
+    return period_start(last, granularity)
 
 
 def split(start: datetime, end: datetime, granularity: str) -> Iterator[tuple[str, float]]:
@@ -228,16 +242,27 @@ def check_choice(value: object, choices: tuple[str, ...], field_name: str) -> st
 
 
 def window_of(start: datetime | None, end: datetime | None, granularity: str, now: datetime) -> Window:
-    """The query window: ``end`` defaults to ``now``, ``start`` to :data:`DEFAULT_WINDOW_DAYS` before ``end``.
+    """The query window: ``end`` defaults to ``now``, ``start`` to :data:`DEFAULT_WINDOW_DAYS` before ``end`` (or
+    :data:`EARLIEST` when that is before the year 1).
 
     Raises:
         InvalidInput: ``usage.window_order`` (``to`` not after ``from``; field ``to``, ``start``/``end`` ISO UTC);
         ``usage.window_too_long`` (longer than :data:`MAX_WINDOW_DAYS` days; field ``from``, ``days``, ``max``);
-        ``usage.choice`` (``granularity`` unknown).
+        ``usage.window_out_of_range`` (``to`` after :func:`latest_end`, so that the last period would end past the
+        year 9999; field ``to``, ``end`` and ``latest`` ISO UTC, ``granularity``); ``usage.choice`` (``granularity``
+        unknown).
     """
     check_choice(granularity, GRANULARITIES, "granularity")
     end = _utc(end) if end is not None else _utc(now)
-    start = _utc(start) if start is not None else end - timedelta(days=DEFAULT_WINDOW_DAYS)
+    if start is not None:
+        start = _utc(start)
+    else:
+        start = end - timedelta(days=DEFAULT_WINDOW_DAYS) if end - EARLIEST > timedelta(days=DEFAULT_WINDOW_DAYS) \
+            else EARLIEST
+    latest = latest_end(granularity)
+    if end > latest:
+        raise InvalidInput("usage.window_out_of_range", "to", end=end.isoformat(), latest=latest.isoformat(),
+                           granularity=granularity)
     if end <= start:
         raise InvalidInput("usage.window_order", "to", start=start.isoformat(), end=end.isoformat())
     if end - start > timedelta(days=MAX_WINDOW_DAYS):

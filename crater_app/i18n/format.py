@@ -23,6 +23,10 @@ placeholder                        argument                                 ``en
 
 A duration of ``None`` (no limit, such as a job without ``max_runtime``) is written ``none`` / ``无``.
 
+Numbers: an ``int`` is written exactly (never through a float: ``2**63 - 1`` stays ``…807``); a float with at most
+two decimals and no trailing zeros (``3653.0`` -> ``3653``, also in a placeholder without a format); a float of
+magnitude ``1e13`` or more, or an int of more than 30 digits, in scientific notation (``1e+308``, not 309 digits).
+
 A resource dict's amounts are in Crater's units (DESIGN.md §5): ``cpu`` millicores, ``memory`` and
 ``ephemeral-storage`` bytes, anything else (accelerators) devices; a key may carry an accelerator model after a
 colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``). Amounts already written as Kubernetes quantity strings
@@ -31,32 +35,94 @@ colon (``nvidia.com/gpu:NVIDIA-A100-SXM4-80GB``). Amounts already written as Kub
 
 from __future__ import annotations
 
+import math
 import string
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any, Callable, Mapping
 
 ZH = "zh-CN"
 #: the binary units sizes are written in (IEC 80000-13, as Kubernetes' ``Ki``/``Mi``/``Gi`` quantities)
-_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+#: floats of at least this magnitude are written in scientific notation (:func:`_scientific`): 13 digits before
+#: the point and two after are the 15 decimal digits a double holds exactly (IEEE 754 binary64: 15.95)
+SCIENTIFIC_FROM = 1e13
+#: ints of more digits than this are written in scientific notation (an exact 300-digit number helps no reader)
+MAX_EXACT_DIGITS = 30
 #: the units a duration is written in: seconds per unit, English and Chinese symbol
 _DURATION_UNITS = ((86400, "d", "天"), (3600, "h", "小时"), (60, "m", "分钟"), (1, "s", "秒"))
 #: resources whose amounts are bytes
 BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 
-def _number(value: float) -> str:
-    """``value`` with at most two decimals and no trailing zeros (``1.5``, ``2``, ``0.25``)."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
+def _scientific(value: int | float | Decimal) -> str:
+    """``value`` with four significant digits in scientific notation, trailing zeros dropped (``1e+308``,
+    ``9.223e+18``): a number too large to be read digit by digit (``1e308`` would be 309 digits)."""
+    mantissa, _, exponent = f"{Decimal(value):.3e}".partition("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{exponent}"
+
+
+def _plain(value: int | float | Decimal, places: int = 2, grouping: bool = False) -> str:
+    """``value`` for a sentence: an ``int`` exactly (``9223372036854775807``, never through a float); anything else
+    with at most ``places`` decimals and no trailing zeros (``1.5``, ``2``, ``0.25``; ``3653.0`` -> ``3653``; a
+    ``Decimal`` exactly to those places); a float of magnitude :data:`SCIENTIFIC_FROM` or more (an int or
+    ``Decimal`` of more than :data:`MAX_EXACT_DIGITS` digits) in :func:`_scientific` form; ``grouping``: thousands separators (``1,000,000``). ``-0`` is ``0``; ``inf`` and
+    ``nan`` as Python writes them."""
+    if isinstance(value, int):
+        if abs(value) >= 10**MAX_EXACT_DIGITS:
+            return _scientific(value)
+        return f"{value:,}" if grouping else str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if abs(value) >= (SCIENTIFIC_FROM if isinstance(value, float) else 10**MAX_EXACT_DIGITS):
+        return _scientific(value)
+    text = f"{value:,.{places}f}" if grouping else f"{value:.{places}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
+
+
+def _number(value: int | float) -> str:
+    """``value`` with at most two decimals and no trailing zeros (``1.5``, ``2``, ``0.25``), ints exactly."""
+    return _plain(value)
 
 
 def number(lang: str, value: object) -> str:
     """A number with thousands separators and at most two decimals (``1000000`` -> ``1,000,000``; ``12.5``; ``-3``),
-    the same in both languages."""
+    the same in both languages. Ints are written exactly (``9,223,372,036,854,775,807``); a magnitude of at least
+    :data:`SCIENTIFIC_FROM` in scientific notation (``1e+308``)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
-    text = f"{value:,.2f}".rstrip("0").rstrip(".")
-    return text if text not in ("", "-0") else "0"
+    return _plain(value, grouping=True)
+
+
+def significant(value: float, digits: int = 2) -> str:
+    """A non-negative amount that may be small (hours of use): with thousands separators and one decimal from 1
+    up (``1,234.5``), below 1 with ``digits`` significant digits (``0.035``, ``0.5``, ``0.0012``) so that a small
+    amount never reads as ``0``; exactly 0 is ``0``."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    if value == 0:
+        return "0"
+    if abs(value) >= 1:
+        return _plain(value, places=1, grouping=True)
+    places = digits - 1 - math.floor(math.log10(abs(value)))
+    return _plain(round(value, places), places=places)
+
+
+def bare(value: object) -> str:
+    """A placeholder without a format (``{days}``): numbers as :func:`_plain` writes them but with every decimal a
+    float has (``3653.0`` -> ``3653``, ``0.125`` stays, ``1e308`` -> ``1e+308``, ints exact); anything else as
+    ``str``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return _plain(value)
+    if math.isfinite(value) and abs(value) < SCIENTIFIC_FROM:
+        return str(int(value)) if value.is_integer() else repr(value)
+    return _plain(value)
 
 
 def duration(lang: str, seconds: object) -> str:
@@ -66,6 +132,8 @@ def duration(lang: str, seconds: object) -> str:
         return "无" if lang == ZH else "none"
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         return str(seconds)
+    if isinstance(seconds, float) and not math.isfinite(seconds):
+        return str(seconds)
     left = int(round(seconds))
     sign = "-" if left < 0 else ""
     left = abs(left)
@@ -73,7 +141,7 @@ def duration(lang: str, seconds: object) -> str:
     for size, en, zh in _DURATION_UNITS:
         if left >= size or (size == 1 and not parts):
             count, left = divmod(left, size)
-            parts.append(f"{count}{zh if lang == ZH else en}")
+            parts.append(f"{_plain(count)}{zh if lang == ZH else en}")
         if len(parts) == 2:
             break
     return sign + ("" if lang == ZH else " ").join(parts)
@@ -83,7 +151,9 @@ def size(lang: str, amount: object) -> str:
     """Bytes in binary units (``2147483648`` -> ``2 GiB``; ``1536`` -> ``1.5 KiB``); the same in both languages."""
     if not isinstance(amount, (int, float)) or isinstance(amount, bool):
         return str(amount)
-    value, unit = float(amount), 0
+    if isinstance(amount, float) and not math.isfinite(amount):
+        return f"{amount} {_BYTE_UNITS[0]}"
+    value, unit = amount, 0
     while abs(value) >= 1024 and unit < len(_BYTE_UNITS) - 1:
         value /= 1024
         unit += 1
@@ -91,13 +161,18 @@ def size(lang: str, amount: object) -> str:
 
 
 def cpu(lang: str, millicores: object) -> str:
-    """Millicores as cores (``1500`` -> ``1.5 cores`` / ``1.5 核``; ``1000`` -> ``1 core``)."""
+    """Millicores as cores, exactly (``1500`` -> ``1.5 cores`` / ``1.5 核``; ``1000`` -> ``1 core``; ``125`` ->
+    ``0.125 cores``)."""
     if not isinstance(millicores, (int, float)) or isinstance(millicores, bool):
         return str(millicores)
-    cores = millicores / 1000
+    if isinstance(millicores, int):
+        cores: int | float | Decimal = millicores // 1000 if millicores % 1000 == 0 else Decimal(millicores) / 1000
+    else:
+        cores = millicores / 1000
+    text = _plain(cores, places=3)
     if lang == ZH:
-        return f"{_number(cores)} 核"
-    return f"{_number(cores)} {'core' if cores == 1 else 'cores'}"
+        return f"{text} 核"
+    return f"{text} {'core' if cores == 1 else 'cores'}"
 
 
 def _resource_name(lang: str, key: str) -> str:
@@ -115,7 +190,8 @@ def resource_amount(lang: str, key: str, amount: object) -> str:
     if name in BYTE_RESOURCES:
         label = {"memory": "内存", "ephemeral-storage": "临时存储", "storage": "存储"}[name] if lang == ZH else name
         return f"{size(lang, amount)} {label}"
-    return f"{_number(float(amount)) if isinstance(amount, (int, float)) else amount} × {_resource_name(lang, key)}"
+    shown = _number(amount) if isinstance(amount, (int, float)) and not isinstance(amount, bool) else amount
+    return f"{shown} × {_resource_name(lang, key)}"
 
 
 def resources(lang: str, amounts: object) -> str:
@@ -170,14 +246,18 @@ def plural(lang: str, count: object, forms: str) -> str:
 
 
 def instant(lang: str, value: object) -> str:
-    """An ISO 8601 instant as ``YYYY-MM-DD HH:MM UTC`` (the same in both languages; Crater's times are UTC)."""
+    """An ISO 8601 instant as ``YYYY-MM-DD HH:MM UTC``, or ``YYYY-MM-DD HH:MM:SS UTC`` when it is not on a whole
+    minute (so that two instants a few seconds apart never read the same); the same in both languages (Crater's
+    times are UTC)."""
     try:
         moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     except ValueError:
         return str(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    moment = moment.astimezone(timezone.utc)
+    seconds = f":{moment.second:02d}" if moment.second or moment.microsecond else ""
+    return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} {moment.hour:02d}:{moment.minute:02d}{seconds} UTC"
 
 
 #: format name -> writer(lang, value)
@@ -227,7 +307,7 @@ class MessageFormatter(string.Formatter):
         if writer is not None:
             return writer(self.lang, value)
         if not format_spec:
-            return str(value)
+            return bare(value)
         try:
             return super().format_field(value, format_spec)
         except (ValueError, TypeError):

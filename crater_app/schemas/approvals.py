@@ -16,7 +16,10 @@ class ApprovalPublic(Public):
     (``None`` while pending, when automatic or closed by the system); times UTC. ``can_decide``: whether the
     caller may approve or reject it now. ``decision_note`` is the decider's note, or the English text of a note
     Crater wrote itself, which is also given as ``decision_code`` (``decision.<code>`` in the catalogues) and
-    ``decision_args`` (``""`` and ``{}`` for a decider's own note)."""
+    ``decision_args`` (``""`` and ``{}`` for a decider's own note). ``reason`` is the requester's own words, or the
+    English text of a request Crater wrote itself (a job above the accelerator threshold), which is also given as
+    ``reason_code`` (``request.<code>``: ``approval.large_job`` with ``job``, ``accelerators`` and ``threshold``)
+    and ``reason_args``."""
 
     id: int
     kind: str
@@ -36,6 +39,8 @@ class ApprovalPublic(Public):
     can_decide: bool = False
     decision_code: str = ""
     decision_args: dict = {}
+    reason_code: str = ""
+    reason_args: dict = {}
 
 
 class ApprovalPage(Public):
@@ -67,4 +72,4 @@ class NotificationList(Public):
     unread: int
 
 
-# --- Usage and billing (issue 3) ---------------------------------------------------------------------------------
+# --- Usage and billing -----------------------------------------------------------------------------------------

@@ -14,10 +14,13 @@ Two entry points, both one database transaction that cannot over-admit under con
 Concurrency: the transaction first locks the rows of the projects it admits into (``SELECT ... FOR UPDATE``,
 ordered by id so that two transactions never wait on each other in a cycle) and only then reads the admitted
 usage; a second transaction admitting into the same project waits for the first to commit and then sees its
-jobs. On SQLite, every write transaction is ``BEGIN IMMEDIATE`` (one writer at a time; see
-``services.context``), so the same read-then-write is serialised by the database itself. The rule of Kubernetes'
-ResourceQuota admission (a quota's usage is checked and charged in one compare-and-swap) and of Kueue's
-ClusterQueue admission (one admission at a time per cohort), applied to rows.
+jobs. Under fair share a decision reads every project's usage against the machine's capacity, so it also takes one
+machine-wide lock after the project rows (``queries.lock_machine``: a PostgreSQL advisory lock held until commit),
+and two decisions into different projects cannot both take the machine's last device. On SQLite, every write
+transaction is ``BEGIN IMMEDIATE`` (one writer at a time; see ``services.context``), so the same read-then-write is
+serialised by the database itself. The rule of Kubernetes' ResourceQuota admission (a quota's usage is checked and
+charged in one compare-and-swap) and of Kueue's ClusterQueue admission (one admission at a time per cohort - the
+machine is the one cohort here), applied to rows.
 
 The rules live in :mod:`crater_app.domain.admission` (``decide``, ``never_admissible``), the SQL in
 :mod:`crater_app.db.queries.admission`, the cached inputs in :mod:`crater_app.services.admission_inputs` and the
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from crater_app import i18n
 from crater_app.cluster.base import Workload
 from crater_app.db.queries import admission as queries
 from crater_app.db.queries.admission import (
@@ -73,12 +77,11 @@ class AdmissionRefused(Unschedulable):
 class NewJob:
     """One submission as admission sees it: the prepared ``values`` of the jobs row (updated in place with the
     outcome: ``phase``, ``reason``, ``reason_code``, ``reason_args``, ``admitted_at``, ``max_runtime_s``), the
-    submitter and the ``workload`` for the backend; ``events`` the first events as ``(reason, code, args)``."""
+    submitter and the ``workload`` for the backend."""
 
     values: dict
     actor: Actor
     workload: Workload
-    events: list[tuple[str, str, dict]]
     target: str = ""
     approval: bool = False
     error: Exception | None = None
@@ -112,6 +115,8 @@ def admit_submissions(s, ctx: ServiceContext, batch: list[NewJob]) -> None:
     snap = Snapshot(now=now)
     queries.lock_projects(s, projects, snap)
     snap.fair_share = fair_share_configured(ctx, s)
+    if snap.fair_share:
+        queries.lock_machine(s)  # every project's usage is read against the machine's capacity
     read_limits(s, ctx, users, snap, cached=True)
     read_shares(s, {(item.values["project_id"], item.values["user_id"]) for item in batch}, snap, ctx)
     candidates: list[tuple[NewJob, Demand]] = []
@@ -214,25 +219,28 @@ def _apply(ctx: ServiceContext, snap: Snapshot, queues: HeldQueues, plan: Plan,
             args["position"] = 1 + queues.ahead(demand.project_id, demand.priority) + sum(
                 1 for k in batch_keys if k < mine)
             args["held"] = sum(queues.counts.get(demand.project_id, {}).values()) + len(batch_keys)
-        _hold_values(v, Hold(hold.code, args))
+        _hold_values(v, replace(hold, args=args))
     if any(key not in {d.key for _, d in candidates} for key in plan.admit) or plan.preempt:
         nudge(ctx)  # held jobs may start, or a preemption is due: the loop carries it out
 
 
 def approval_rows(batch: list[NewJob], ids: list[int | None]) -> list[dict]:
-    """``approvals`` rows (kind ``large_job``, pending) for the held jobs of ``batch`` that need one."""
+    """``approvals`` rows (kind ``large_job``, pending) for the held jobs of ``batch`` that need one; their reason is
+    Crater's own: ``reason_code`` ``approval.large_job`` (``request.approval.large_job`` in ``i18n/approvals``) with
+    the job's name, its accelerators and the threshold, and ``reason`` its English text."""
     now = utcnow()
     rows = []
     for item, job_id in zip(batch, ids):
         if job_id is None or item.error is not None or not item.approval:
             continue
         v = item.values
-        devices = v["gpus"]
+        devices, threshold = v["gpus"], v["reason_args"].get("threshold")
+        reason = {"job": v["name"], "accelerators": devices, "threshold": threshold}
         rows.append({
             "kind": "large_job", "status": "pending", "requester_id": v["user_id"], "project_id": v["project_id"],
-            "job_id": job_id, "payload": {"accelerators": devices, "threshold": v["reason_args"].get("threshold")},
-            # The request's own words (the approvals table has no code column; its service renders requests).
-            "reason": f"job '{v['name']}' asks for {devices} accelerators",
+            "job_id": job_id, "payload": {"accelerators": devices, "threshold": threshold},
+            "reason": i18n.render(i18n.DEFAULT_LANGUAGE, "request.approval.large_job", reason),
+            "reason_code": "approval.large_job", "reason_args": reason,
             "auto": False, "decided_by": None, "decision_note": "", "created_at": now, "decided_at": None,
         })
     return rows

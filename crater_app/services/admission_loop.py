@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from crater_app.db.models import Job
 from crater_app.db.queries import admission as queries
-from crater_app.db.queries.admission import ACTIVE_PHASES, APPROVAL, HELD, PREEMPTED, HeldJob, Snapshot
+from crater_app.db.queries.admission import APPROVAL, HELD, PREEMPTED, HeldJob, Snapshot
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase
 from crater_app.services import job_reasons, oplog
@@ -114,6 +114,7 @@ def _snapshot(s, ctx: ServiceContext, held_projects: list[int]) -> tuple[Snapsho
     queries.lock_projects(s, held_projects, snap)  # after the lock: nobody admits into these projects until commit
     snap.fair_share = fair_share_configured(ctx, s)
     if snap.fair_share:
+        queries.lock_machine(s)  # after the project rows, as submissions take it: every project's usage is read
         queries.read_admitted(s, snap, None, individual_preemptible=True)
         snap.capacity = machine_capacity(ctx)
     else:
@@ -208,23 +209,28 @@ def _preempt(s, ctx: ServiceContext, snap: Snapshot, preemptions: list, started:
             continue
         row = s.execute(sa_select(c.id, c.uid, c.name, c.project_id, c.phase, c.reason_code, c.attempt)
                         .where(c.id == p.victim).with_for_update()).first()
-        if row is None or row.phase not in ACTIVE_PHASES or row.phase == JobPhase.STOPPING.value:
-            continue
+        if row is None or row.phase != JobPhase.RUNNING.value:
+            continue  # ended, being stopped already, or not running (a victim must be running: queries.read_admitted)
         victims_done.add(p.victim)
         victim_project = snap.quotas[row.project_id].name if row.project_id in snap.quotas else str(row.project_id)
         ben_project = snap.quotas[beneficiary.project_id].name
-        args = job_reasons.preempted_args(job_reasons.plain(p.args), beneficiary.id, beneficiary.name, ben_project,
-                                          row.attempt)
+        numbers = job_reasons.plain(p.args)  # the projects' usage and deserved shares (resource lists)
+        args = job_reasons.preempted_args(numbers, beneficiary.id, beneficiary.name, ben_project, row.attempt)
         s.execute(_JOBS.update().where(c.id == row.id).values(
             phase=JobPhase.STOPPING.value, stop_requested_at=now, reason_code=PREEMPTED, reason_args=args,
             reason=job_reasons.english(PREEMPTED, args)))
-        reclaim_args = {"project": ben_project, "victim_id": row.id, "victim": row.name,
-                        "victim_project": victim_project}
         s.execute(EVENTS.insert(), [
-            event_row(row.id, JobPhase.STOPPING.value, "Preempted", "job.preempted_for", args, at=now),
-            event_row(beneficiary.id, JobPhase.QUEUED.value, "Reclaiming", "job.reclaiming", reclaim_args, at=now),
+            event_row(row.id, JobPhase.STOPPING.value, "Preempted", "job.preempted_for", {
+                "beneficiary_id": beneficiary.id, "beneficiary": beneficiary.name, "beneficiary_project": ben_project,
+                "beneficiary_used": numbers["beneficiary_used"],
+                "beneficiary_deserved": numbers["beneficiary_deserved"], "project": numbers["project"],
+                "used": numbers["used"], "deserved": numbers["deserved"]}, at=now),
+            event_row(beneficiary.id, JobPhase.QUEUED.value, "Reclaiming", "job.reclaiming", {
+                "project": ben_project, "victim_id": row.id, "victim": row.name, "victim_project": victim_project},
+                at=now),
         ])
-        oplog.record(s, None, "job:preempt", f"{victim_project}/{row.name}#{row.id}", code="job.preempted_for",
-                     args=args)
+        oplog.record(s, None, "job:preempt", f"{victim_project}/{row.name}#{row.id}", code="job.preempted_for", args={
+            "beneficiary_id": beneficiary.id, "beneficiary": beneficiary.name, "beneficiary_project": ben_project,
+            "project": numbers["project"], "used": numbers["used"], "deserved": numbers["deserved"]})
         out.append((row.uid, job_reasons.preempted_message(args)))
     return out

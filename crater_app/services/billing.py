@@ -55,10 +55,12 @@ from crater_app.domain.jobs import TERMINAL_PHASES, JobPhase
 from crater_app.db.queries.users import user_by_name
 from crater_app.domain.naming import check_dns1123_label, check_username
 from crater_app.domain.policy import Actor, can_manage_billing, can_read_balance, can_read_prices, can_read_project
+from crater_app.domain.resource_names import check_offered_key
 from crater_app.domain.resources import parse_resources
 from crater_app.domain.usage import split
 from crater_app.services import oplog
 from crater_app.services.context import ServiceContext
+from crater_app.services.quotas import offered_resources
 
 #: finished jobs never charged (they ran between two charges) are settled when they ended at most this long ago
 SETTLE_LOOKBACK = timedelta(days=1)
@@ -94,15 +96,22 @@ def set_prices(ctx: ServiceContext, actor: Actor, raw: object) -> list[BillingPr
     operation-log row ``billing:prices:set`` listing the new table.
 
     Raises:
-        Forbidden: not a platform admin. InvalidInput: a bad row (field such as ``prices[1].points_per_hour``).
+        Forbidden: not a platform admin. InvalidInput: a bad row (field such as ``prices[1].points_per_hour``), or a
+        resource or model no node offers (``resource.*``, field ``prices[1].resource``/``prices[1].model``, with
+        "did you mean" and what exists; rows already in the table stay accepted).
     """
     if not can_manage_billing(actor):
         raise Forbidden("billing.set_prices_forbidden")
     prices = validate_prices(raw)
     wanted = {(p.resource, p.model): p for p in prices}
+    offered = offered_resources(ctx)
     now = utcnow()
     with ctx.session() as s:
         current = {(p.resource, p.model): p for p in s.exec(select(BillingPrice)).all()}
+        for i, price in enumerate(prices):  # a price on nvidia.com/gpus charges nothing (stored rows stay accepted)
+            if (price.resource, price.model) not in current:
+                check_offered_key(price.resource, price.model or None, offered, f"prices[{i}].resource",
+                                  f"prices[{i}].model")
         for key, row in current.items():
             if key not in wanted:
                 s.delete(row)

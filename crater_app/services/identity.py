@@ -69,7 +69,7 @@ def resolve(ctx: ServiceContext, credentials: Credentials) -> Actor:
         Unauthenticated: no credentials (``auth.sign_in_required``), a bad bearer token (see :func:`authenticate`)
             or a session that is unknown, ended, expired or idle (see ``console_sessions.touch``).
         Forbidden: ``auth.origin_refused`` (``origin``): a cookie-authenticated write or WebSocket from another
-            site (or with no ``Origin``/``Referer`` at all).
+            site; ``auth.origin_missing``: one with no ``Origin``/``Referer`` at all.
         AccountNotActive: the account is pending or disabled.
     """
     if credentials.authorization:
@@ -94,13 +94,17 @@ def check_origin(ctx: ServiceContext, credentials: Credentials) -> None:
     OPTIONS) when it does not come from an allowed origin.
 
     Raises:
-        Forbidden: ``auth.origin_refused`` with the request's ``origin`` (``""`` when it named none).
+        Forbidden: ``auth.origin_missing`` when the request names no origin (no ``Origin``, no ``Referer``);
+            ``auth.origin_refused`` with the request's ``origin`` (an opaque ``null`` included) otherwise.
     """
     if not credentials.websocket and credentials.method.upper() in SAFE_METHODS:
         return
     origin = request_origin(credentials.origin, credentials.referer)
     if not origin_allowed(origin, credentials.host, parse_public_urls(ctx.settings.public_urls)):
-        raise Forbidden("auth.origin_refused", None, origin=origin or (credentials.origin or "")[:200])
+        named = origin or (credentials.origin or "")[:200]
+        if not named:
+            raise Forbidden("auth.origin_missing", None)
+        raise Forbidden("auth.origin_refused", None, origin=named)
 
 
 def _actor(s: Session, user: User) -> Actor:

@@ -106,12 +106,16 @@ def after_preemption(args: dict, attempt: int, requeue: bool, max_attempts: int)
     """``(reason_code, reason_args)`` of a preempted job once its processes have stopped: ``requeued`` (back in
     Crater's queue for ``attempt + 1``) when ``requeue`` and attempts are left, else ``preempted_final``
     (``requeue_on_preemption`` is off) or ``preempted_exhausted`` (``max_attempts`` used)."""
-    base = {key: args.get(key) for key in ("beneficiary_id", "beneficiary", "beneficiary_project")}
+    job_id, name, project = args.get("beneficiary_id"), args.get("beneficiary"), args.get("beneficiary_project")
     if not requeue:
-        return "preempted_final", {**base, "attempt": attempt}
+        return "preempted_final", {"beneficiary_id": job_id, "beneficiary": name, "beneficiary_project": project,
+                                   "attempt": attempt}
     if attempt >= max_attempts:
-        return "preempted_exhausted", {**base, "attempt": attempt, "max_attempts": max_attempts}
-    return "requeued", {**base, "previous": attempt, "attempt": attempt + 1, "max_attempts": max_attempts}
+        return "preempted_exhausted", {"beneficiary_id": job_id, "beneficiary": name,
+                                       "beneficiary_project": project, "attempt": attempt,
+                                       "max_attempts": max_attempts}
+    return "requeued", {"beneficiary_id": job_id, "beneficiary": name, "beneficiary_project": project,
+                        "previous": attempt, "attempt": attempt + 1, "max_attempts": max_attempts}
 
 
 def preempted_message(args: dict) -> str:

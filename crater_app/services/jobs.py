@@ -1,8 +1,9 @@
-"""Jobs: submit, list, read, cancel, resubmit, logs and events (DESIGN.md §2, the main flow)."""
+"""Jobs: submit, cancel and resubmit (DESIGN.md §2, the main flow). Reading them (the list, one job, its events and
+logs) is :mod:`crater_app.services.job_reads`, whose functions this module also offers."""
 
 from __future__ import annotations
 
-import unicodedata
+import logging
 
 import uuid
 from datetime import datetime
@@ -12,56 +13,30 @@ from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import Workload
-from crater_app.db.models import Approval, Job, JobEvent, OperationLog, Project, User
-from crater_app.db.queries import jobs as job_queries
-from crater_app.schemas import JobEventPublic, JobPage, JobPublic
+from crater_app.db.models import Approval, Job, OperationLog, Project
+from crater_app.schemas import JobPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.domain.job_defaults import default_resources, with_default_resources
 from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
-from crater_app.domain.naming import is_text
-from crater_app.domain.paging import check_page
 from crater_app.domain.placement import Request, never_fits
 from crater_app.domain.resource_names import check_offered
 from crater_app.domain.resources import ResourceList, parse_resources
 from crater_app.domain.policy import (
-    Actor, can_cancel_job, can_read_job, can_read_project, can_submit, readable_projects,
+    Actor, can_cancel_job, can_read_project, can_submit,
 )
-from crater_app.services import admission, approvals, billing, idempotency, job_reasons, oplog
+from crater_app.services import admission, approvals, billing, idempotency, job_reasons, oplog, stops
 from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
+from crater_app.services.job_reads import (  # noqa: F401 - part of this module's interface
+    MAX_LOG_TAIL_BYTES, MAX_PAGE_SIZE, get_job, job_events, job_logs, list_jobs, name_of, readable,
+)
 
-MAX_PAGE_SIZE = 200
-MAX_LOG_TAIL_BYTES = 1024 * 1024
-_PHASES = tuple(p.value for p in JobPhase)
-_names: dict[tuple[str, int], str] = {}  # (table, id) -> name; user and project names never change
+log = logging.getLogger(__name__)
+
 # Core tables: inserts without ORM objects.
 _JOBS, _OPERATION_LOGS = Job.__table__, OperationLog.__table__
-
-
-def _name(session, model, key: int) -> str:
-    cache_key = (model.__tablename__, key)
-    name = _names.get(cache_key)  # type: ignore[call-overload]
-    if name is None:
-        row = session.get(model, key)
-        name = row.username if model is User else row.name
-        _names[cache_key] = name  # type: ignore[index]
-    return name
-
-
-def _public(session, job: Job) -> JobPublic:
-    return JobPublic(
-        id=job.id, uid=job.uid, name=job.name, project=_name(session, Project, job.project_id),
-        user=_name(session, User, job.user_id), image=job.image, command=job.command, env=job.env,
-        working_dir=job.working_dir, phase=job.phase, reason=job.reason, exit_code=job.exit_code,
-        resources=job.resources, accelerator_model=job.accelerator_model, gpus=job.gpus, devices=job.devices,
-        max_runtime=job.max_runtime_s, priority=job.priority, created_at=job.created_at,
-        started_at=job.started_at, finished_at=job.finished_at, resubmitted_from=job.resubmitted_from,
-        kind=job.kind, preemptible=job.preemptible, reason_code=job.reason_code, reason_args=job.reason_args or {},
-        admitted_at=job.admitted_at, attempt=job.attempt, requeue_on_preemption=job.requeue_on_preemption,
-        stop_requested_at=job.stop_requested_at,
-    )
 
 
 def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
@@ -143,16 +118,13 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         "preemptible": spec.preemptible, "reason_code": "", "reason_args": {}, "admitted_at": None,
         "attempt": 1, "requeue_on_preemption": spec.requeue_on_preemption,
     }
-    events = [("Submitted", "job.submitted", {"user": actor.username})]
-    if ctx.backend.name == "local":
-        events.append(("HostEnvironment", "job.host_environment", {"image": spec.image}))
     workload = Workload(
         uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
         command=tuple(spec.command), env=dict(spec.env), working_dir=spec.working_dir, resources=resources,
         accelerator_model=spec.accelerator_model, max_runtime_s=spec.max_runtime, priority=spec.priority,
         created_at=values["created_at"],
     )
-    item = NewJob(values=values, actor=actor, workload=workload, events=events, target=f"{project_name}/{spec.name}#")
+    item = NewJob(values=values, actor=actor, workload=workload, target=f"{project_name}/{spec.name}#")
     job_id, error = ctx.submissions.run(item, lambda batch: _write_submissions(ctx, batch))
     if job_id is not None:  # the job is written: an error from here on (the backend's) must not release a retry
         idempotency.mark_written("job")
@@ -196,14 +168,11 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
             ids = [by_uid[item.values["uid"]] for item in ok]
         if ok:
             at = utcnow()
+            host = ctx.backend.name == "local"
             s.execute(EVENTS.insert(), [
-                event_row(job_id, item.values["phase"], reason, code, args, at=at, message=message)
-                for job_id, item in zip(ids, ok) for reason, code, args, message in _events_of(item)
+                row for job_id, item in zip(ids, ok) for row in _events_of(item, job_id, at, host)
             ])
-            s.execute(_OPERATION_LOGS.insert(), [
-                oplog.row(item.actor, "job:create", f"{item.target}{job_id}", **_oplog_details(item))
-                for job_id, item in zip(ids, ok)
-            ])
+            s.execute(_OPERATION_LOGS.insert(), [_oplog_row(item, job_id) for job_id, item in zip(ids, ok)])
             # Large jobs (rare): their approval requests, and a notification to who may decide them.
             by_job = {item_id: item for item_id, item in zip(ids, ok)}
             for row in admission.approval_rows(ok, ids):
@@ -213,43 +182,47 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
                 item = by_job[row["job_id"]]
                 target = approvals.job_target(row["job_id"], item.values["name"])
                 approvals.notify_deciders(s, item.actor, request, target)
-    # A crash between the commit above and the backend's create is repaired by services.reconcile.repair().
+    # The jobs are written: from here on a submission succeeds. A crash between the commit above and the backend's
+    # create, or a create that fails (the backend unreachable for a moment), is repaired by the leader
+    # (services.reconcile: Reconciler.repair on taking over and every REPAIR_EVERY_S), never by a second job -
+    # answering an error now would make a client retry into a duplicate.
     written = dict(zip((id(item) for item in ok), ids))
     results: list[tuple[int | None, Exception | None]] = [(written.get(id(item)), item.error) for item in batch]
-    admitted = [i for i, item in enumerate(batch) if item.admitted]
-    workloads = [batch[i].workload for i in admitted]
+    workloads = [item.workload for item in batch if item.admitted]
     try:
         if len(workloads) > 1:
             ctx.backend.create_many(workloads)
         else:
             for w in workloads:
                 ctx.backend.create(w)
-    except Exception:  # noqa: BLE001 - find out which one failed (create is idempotent on uid)
-        for i in admitted:
-            try:
-                ctx.backend.create(batch[i].workload)
-            except Exception as exc:  # noqa: BLE001 - reaches the caller that submitted this job
-                results[i] = (results[i][0], exc)
+    except Exception:  # noqa: BLE001 - any backend failure: the leader's repair hands these jobs over again
+        log.exception("handing %d submitted job(s) to the backend failed; the leader's repair retries",
+                      len(workloads))
     return results
 
 
-def _events_of(item: NewJob) -> list[tuple[str, str, dict, str]]:
-    """The first events of a written job as ``(reason, code, args, message)``: the submission's own, then ``Held``
-    with the job's reason (code ``hold.<reason_code>``) when held."""
-    out = [(reason, code, args, "") for reason, code, args in item.events]
+def _events_of(item: NewJob, job_id: int, at: datetime, host: bool) -> list[dict]:
+    """The first event rows of job ``job_id``, written at ``at``: ``Submitted``, ``HostEnvironment`` (``host``: the
+    job runs on Crater's own machine, the local backend, where its image is not used), then ``Held`` with the job's
+    reason (code ``hold.<reason_code>``) when held."""
     v = item.values
-    if v["phase"] == JobPhase.HELD.value:
-        out.append(("Held", f"hold.{v['reason_code']}", job_reasons.fresh(v["reason_args"], v["created_at"]),
-                    v["reason"]))
-    return out
+    phase = v["phase"]
+    rows = [event_row(job_id, phase, "Submitted", "job.submitted", {"user": item.actor.username}, at=at)]
+    if host:
+        rows.append(event_row(job_id, phase, "HostEnvironment", "job.host_environment", {"image": v["image"]}, at=at))
+    if phase == JobPhase.HELD.value:
+        rows.append(event_row(job_id, phase, "Held", f"hold.{v['reason_code']}",
+                              job_reasons.fresh(v["reason_args"], v["created_at"]), at=at, message=v["reason"]))
+    return rows
 
 
-def _oplog_details(item: NewJob) -> dict:
-    """The ``code``/``args`` of a submission's operation-log row (``job.created_held`` when it was held)."""
+def _oplog_row(item: NewJob, job_id: int) -> dict:
+    """The operation-log row of a submission (details ``job.created_held`` when it was held)."""
     v = item.values
     if v["phase"] == JobPhase.HELD.value:
-        return {"code": "job.created_held", "args": {"hold": v["reason_code"], "reason": v["reason"][:1500]}}
-    return {}
+        return oplog.row(item.actor, "job:create", f"{item.target}{job_id}", code="job.created_held",
+                         args={"hold": v["reason_code"], "reason": v["reason"][:1500]})
+    return oplog.row(item.actor, "job:create", f"{item.target}{job_id}")
 
 
 def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tuple[int, str]:
@@ -281,86 +254,13 @@ def _submit_project(ctx: ServiceContext, actor: Actor, name: str | None) -> tupl
     return project.id, project.name
 
 
-def list_jobs(
-    ctx: ServiceContext, actor: Actor, phase: str | None = None, q: str | None = None, page: int = 1,
-    page_size: int = 20,
-) -> JobPage:
-    """Jobs the actor may read, newest first, filtered by ``phase`` and a name substring ``q``.
-
-    Raises:
-        InvalidInput: unknown phase, ``page`` < 1, ``page_size`` outside 1..200, ``q`` over 63 chars or not
-        text (a NUL or other control character, a lone surrogate), each with its own message.
-    """
-    if phase is not None and phase not in _PHASES:
-        raise InvalidInput("job.phase_unknown", "phase", phases=list(_PHASES))
-    check_page(page, page_size, MAX_PAGE_SIZE)
-    if q is not None and len(q) > 63:
-        raise InvalidInput("job.query_length", "q", length=len(q), max=63)
-    if q is not None and (not is_text(q) or any(unicodedata.category(ch) == "Cc" for ch in q)):
-        raise InvalidInput("job.query_text", "q")
-    params: dict = {"offset": (page - 1) * page_size, "limit": page_size}
-    visibility = "all"
-    if not actor.is_admin:
-        params["user_id"] = actor.user_id
-        visibility = "own"
-        readable = readable_projects(actor)
-        if readable:
-            params["projects"] = readable
-            visibility = "own+projects"
-    if phase:
-        params["phase"] = phase
-    if q:
-        params["pattern"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    count, rows_of_page = job_queries.list_statements(visibility, bool(phase), bool(q))
-    with ctx.session(read_only=True) as s:
-        conn = s.connection()
-        total = conn.execute(count, params).scalar_one()
-        rows = conn.execute(rows_of_page, params).all()
-        return JobPage(items=[_public(s, j) for j in rows], total=total, page=page, page_size=page_size)
-
-
-def _readable(s, actor: Actor, job_id: int) -> Job:
-    # Ids outside the 64-bit range cannot exist (and SQLite's driver raises OverflowError on them).
-    job = s.get(Job, job_id) if 0 < job_id < 2**63 else None
-    if job is None or not can_read_job(actor, job.user_id, job.project_id):
-        raise NotFound("job.unknown", "id", id=job_id)
-    return job
-
-
-def get_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
-    """One job. Raises :class:`NotFound` when it does not exist or the actor may not read it."""
-    with ctx.session(read_only=True) as s:
-        return _public(s, _readable(s, actor, job_id))
-
-
-def job_events(ctx: ServiceContext, actor: Actor, job_id: int) -> list[JobEventPublic]:
-    """The job's events, oldest first. Raises :class:`NotFound` like :func:`get_job`."""
-    with ctx.session(read_only=True) as s:
-        _readable(s, actor, job_id)
-        rows = s.exec(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all()
-        return [JobEventPublic(id=e.id, at=e.at, phase=e.phase, reason=e.reason, message=e.message, code=e.code,
-                               args=e.args) for e in rows]
-
-
-def job_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 65536) -> str:
-    """The last ``tail_bytes`` (1..1 MiB) of the job's combined stdout/stderr.
-
-    Raises:
-        NotFound: like :func:`get_job`; InvalidInput: ``tail_bytes`` out of range.
-    """
-    if not 1 <= tail_bytes <= MAX_LOG_TAIL_BYTES:
-        raise InvalidInput("job.tail_bytes", "tail_bytes", max=MAX_LOG_TAIL_BYTES)
-    with ctx.session(read_only=True) as s:
-        uid = _readable(s, actor, job_id).uid
-    return ctx.backend.read_logs(uid, tail_bytes)
-
-
 def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     """Stop a job. A ``Held`` job never reached the backend: it is ``Cancelled`` at once (a pending approval for it
     stays for the approvals service to close). A ``Queued`` or ``Running`` one is ``Stopping`` from now on
     (``stop_requested_at``, event ``CancelRequested``, ``reason_code`` ``job.stopping_cancelled``) and the backend
-    stops it (SIGTERM, then SIGKILL after the grace period); the reconciler makes it ``Cancelled`` when its last
-    process has exited, and its devices count as used until then. A job being stopped by a preemption is
+    stops it (SIGTERM, then SIGKILL after the grace period; a stop that does not reach the backend is sent again by
+    the leader, ``services.stops``); the reconciler makes it ``Cancelled`` when its last process has exited, and
+    its devices count as used until then. A job being stopped by a preemption is
     cancelled instead of going back to the queue. Cancelling a job that is already being cancelled changes
     nothing.
 
@@ -372,7 +272,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
         (``job.already_final``): already finished.
     """
     with ctx.session() as s:
-        job = _readable(s, actor, job_id)
+        job = readable(s, actor, job_id)
         if not can_cancel_job(actor, job.user_id, job.project_id):
             raise Forbidden("job.cancel_forbidden", "id", id=job_id)
         if JobPhase(job.phase).terminal:
@@ -390,7 +290,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
             )).rowcount
             if held:
                 s.execute(EVENTS.insert(), event_row(job.id, JobPhase.CANCELLED.value, "Cancelled", "job.cancelled_by",
-                                                     who, at=now))
+                                                     {"user": actor.username}, at=now))
                 oplog.record(s, actor, "job:cancel", f"#{job.id}", code="job.cancel_held")
                 admission.nudge(ctx)  # the jobs queued behind it may start
         if not held:
@@ -402,15 +302,14 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
             )).rowcount
             if stopping:
                 s.execute(EVENTS.insert(), event_row(job.id, JobPhase.STOPPING.value, "CancelRequested",
-                                                     "job.cancel_requested", who, at=now))
+                                                     "job.cancel_requested", {"user": actor.username}, at=now))
                 oplog.record(s, actor, "job:cancel", f"#{job.id}")
         s.expire_all()
         uid = job.uid
     if not held:
-        try:
-            ctx.backend.cancel(uid, job_reasons.english("job.cancelled_by", who))
-        except KeyError:
-            pass  # never reached the backend: the reconciler's repair() marks it Cancelled
+        # Sent after the commit; when it does not reach the backend (unreachable, or the workload not created yet),
+        # the leader sends it again (services.stops) - or repair() ends a job the backend never had.
+        stops.send(ctx, uid, job_reasons.english("job.cancelled_by", who), "job.cancelled_by", who)
     ctx.kick.set()
     return get_job(ctx, actor, job_id)
 
@@ -418,9 +317,9 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
 def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     """Submit a copy of job ``job_id`` as a new job (same spec, same project). Same errors as submit."""
     with ctx.session(read_only=True) as s:
-        job = _readable(s, actor, job_id)
+        job = readable(s, actor, job_id)
         raw = {
-            "name": job.name, "project": _name(s, Project, job.project_id), "image": job.image,
+            "name": job.name, "project": name_of(s, Project, job.project_id), "image": job.image,
             "command": list(job.command), "env": dict(job.env), "resources": dict(job.resources),
             "priority": job.priority,
         }

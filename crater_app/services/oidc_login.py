@@ -42,7 +42,7 @@ from crater_app.auth import oidc
 from crater_app.auth.keys import derive_key
 from crater_app.db.models import Project, ProjectMember, User
 from crater_app.db.queries.users import name_taken
-from crater_app.domain.naming import MAX_USERNAME_CHARS, derive_username, is_text, username_key
+from crater_app.domain.naming import MAX_USERNAME_CHARS, derive_username, is_text, username_key, username_skeleton
 from crater_app.domain.policy import PROJECT_ROLES, Actor
 from crater_app.services import oplog, sign_in, users
 from crater_app.services.identity import forget_user
@@ -155,8 +155,8 @@ def _claim_text(claims: dict, name: str, limit: int) -> str:
 
 
 def _free_username(s, wanted: str) -> str:
-    """``wanted``, or ``wanted-2``, ``wanted-3``, ... the first whose key no account has (cut to stay within 64
-    characters). Raises :class:`OidcError` (``oidc.account_conflict``) after 1,000 taken names."""
+    """``wanted``, or ``wanted-2``, ``wanted-3``, ... the first whose key no account has and that looks like no
+    account's name (``db.queries.users.name_taken``; cut to stay within 64 characters). Raises :class:`OidcError` (``oidc.account_conflict``) after 1,000 taken names."""
     if not name_taken(s, wanted):
         return wanted
     for n in range(2, 1002):
@@ -206,7 +206,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
         if user is None:
             base = derive_username(_claim_text(claims, settings.oidc_username_claim, 255) or email or "user")
             username = _free_username(s, base)
-            user = User(username=username, username_key=username_key(username), display_name=display_name, email=email,
+            user = User(username=username, username_key=username_key(username),
+                        username_skeleton=username_skeleton(username), display_name=display_name, email=email,
                         password_hash=None, role="user", status="active", default_project_id=default_project_id,
                         oidc_issuer=identity.issuer, oidc_subject=identity.subject[:255])
             s.add(user)
@@ -216,8 +217,8 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
                          args={"issuer": identity.issuer})
         elif user.status != "active":
             if user.status == "pending":
-                raise oidc.OidcError("auth.account_pending", "account", status=user.status)
-            raise oidc.OidcError("auth.account_disabled", "account", status=user.status)
+                raise oidc.OidcError("auth.account_pending", "account")
+            raise oidc.OidcError("auth.account_disabled", "account")
         else:
             user.email = email or user.email
             user.display_name = display_name or user.display_name
@@ -226,11 +227,10 @@ def _sign_in_once(ctx: ServiceContext, identity: oidc.Identity, mapping: dict[st
         s.flush()
         code = sign_in.issue_sign_in_code(s, user.id)
         who = Actor(user.id, user.username, user.role)
-        args = {"issuer": identity.issuer, "subject": identity.subject[:80], "groups": notes or ["-"]}
-        if created:
-            oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in_new", args=args)
-        else:
-            oplog.record(s, who, "auth:oidc", user.username, code="auth.oidc_signed_in", args=args)
+        subject, memberships = identity.subject[:80], notes or ["-"]
+        oplog.record(s, who, "auth:oidc", user.username,
+                     code="auth.oidc_signed_in_new" if created else "auth.oidc_signed_in",
+                     args={"issuer": identity.issuer, "subject": subject, "groups": memberships})
         username = user.username
     forget_user(ctx, user.id)
     return SignIn(username=username, code=code, next_path=next_path)

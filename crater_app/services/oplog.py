@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
@@ -82,8 +83,12 @@ def _filtered(stmt, actor: str | None, action: str | None, target: str | None, s
     """``stmt`` with the operation-log filters applied (validated; see :func:`list_logs`)."""
     for field, text, limit in (("actor", actor, FILTER_LIMITS["actor"]), ("action", action, FILTER_LIMITS["action"]),
                                ("target", target, FILTER_LIMITS["target"])):
-        if text is not None and (not isinstance(text, str) or len(text) > limit or not is_text(text)):
-            raise InvalidInput("oplog.filter_text", field, field_name=field, max=limit)
+        if text is None:
+            continue
+        if not isinstance(text, str) or not is_text(text) or any(unicodedata.category(ch) == "Cc" for ch in text):
+            raise InvalidInput("oplog.filter_text", field, field_name=field)
+        if len(text) > limit:
+            raise InvalidInput("oplog.filter_too_long", field, field_name=field, length=len(text), max=limit)
     start = parse_utc(since, "from") if since is not None else None
     end = parse_utc(until, "to") if until is not None else None
     if start is not None and end is not None and start > end:
@@ -121,7 +126,7 @@ def list_logs(
 
     Raises:
         Forbidden: ``oplog.read_forbidden`` (not a platform admin). InvalidInput: ``oplog.filter_text`` (a filter
-        too long or not text; ``max``), a time without offset or not ISO 8601 (``time.*``), ``oplog.filter_range``
+        that is not text or holds a control character such as NUL), ``oplog.filter_too_long`` (``length``, ``max``), a time without offset or not ISO 8601 (``time.*``), ``oplog.filter_range``
         (``from`` after ``to``), page or page_size out of range (``page.*``); the field named.
     """
     if not can_read_operation_log(who):

@@ -26,15 +26,20 @@ def change_password(ctx: ServiceContext, actor: Actor, current: object, new: obj
 
     Raises:
         Forbidden: ``account.password_forbidden``.
-        InvalidInput: ``auth.current_password_wrong`` (field ``current_password``; 422, not 401: the caller stays
-            signed in), the new password breaks the rule (``new_password``: 8..1,024 characters) or equals the
-            current one (``auth.password_unchanged``).
+        InvalidInput: field ``current_password``: ``auth.current_password_required`` (missing or empty),
+            ``auth.current_password_type`` (not a string), ``auth.current_password_wrong`` (422, not 401: the
+            caller stays signed in); field ``new_password``: the new password breaks the rule (8..1,024
+            characters, not only whitespace) or equals the current one (``auth.password_unchanged``).
         Conflict: ``auth.password_none``: the account signs in with single sign-on only.
         Busy: too many password checks at once.
     """
     if not can_change_password(actor):
         raise Forbidden("account.password_forbidden")
-    if not isinstance(current, str) or not current or not is_text(current):
+    if current is None or current == "":
+        raise InvalidInput("auth.current_password_required", "current_password")
+    if not isinstance(current, str):
+        raise InvalidInput("auth.current_password_type", "current_password")
+    if not is_text(current):  # a NUL or lone surrogate: no password holds one
         raise InvalidInput("auth.current_password_wrong", "current_password")
     check_password(new, "new_password")
     with ctx.session(read_only=True) as s:

@@ -175,21 +175,23 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
 
     Raises:
         InvalidInput: bad name/username, ``project.role`` (``role`` not one of admin, member, viewer),
-        ``project.role_required`` (a new member without a role), or a bad ``share`` (field ``share.<key>``; above
-        the project's capability). NotFound: ``project.not_found`` (not visible to the caller) or
+        ``project.role_required`` (a new member without a role), or a bad ``share`` (field ``share.<key>``: a
+        resource or model no node offers, or above the project's capability). NotFound: ``project.not_found`` (not visible to the caller) or
         ``project.unknown_user``. Forbidden: ``project.members_forbidden``/``project.shares_forbidden`` (not a
         platform admin or an admin of the project). Conflict: ``project.last_admin`` (a project admin demoting the
         project's last admin).
     """
     if role is not None and role not in PROJECT_ROLES or role is None and share is None:
         raise InvalidInput("project.role", "role", roles=list(PROJECT_ROLES))
+    offered = quotas.offered_resources(ctx) if share is not None else None
     with ctx.session() as s:
         project = _managed_project(s, actor, project_name)
         if share is not None and not can_set_share(actor, project.id):
             raise Forbidden("project.shares_forbidden", project=project.name)
-        new_share = quotas.parse_share(s, project, share) if share is not None else None
         user = _target_user(s, username)
         member = s.get(ProjectMember, (project.id, user.id))
+        new_share = quotas.parse_share(s, project, share, offered, member.share if member else None) \
+            if offered is not None else None
         before = member.role if member is not None else None
         if role is None and member is None:
             raise InvalidInput("project.role_required", "role", username=user.username, project=project.name)

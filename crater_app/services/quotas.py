@@ -7,6 +7,11 @@ platform admins set quotas (``policy.can_set_quota``); whoever may read the proj
 A member's ``share`` is a ceiling inside the project's capability, set by platform admins and the project's admins
 (``policy.can_set_share``); it may not exceed the capability on any key the capability gives.
 
+A quota, a share or a quota request may only name resources some node offers (cpu, memory and the accelerator
+names and models of the backend's inventory, a cached read: ``domain.resource_names.check_offered_key``), so that a
+mistyped ``nvidia.com/gpus`` is refused with "did you mean nvidia.com/gpu?" instead of limiting nothing; a key the
+stored list already has stays accepted (a node may be away while its quota is edited).
+
 Every change writes an operation-log row in its transaction and asks the leader loop for a new admission pass
 (held jobs may fit the new quota).
 """
@@ -22,6 +27,7 @@ from crater_app.domain import quota as q
 from crater_app.domain.errors import Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import check_dns1123_label
 from crater_app.domain.policy import Actor, can_read_quota, can_set_quota
+from crater_app.domain.resource_names import Offered, check_offered_keys
 from crater_app.services import admission, oplog
 from crater_app.services.context import ServiceContext
 
@@ -36,6 +42,13 @@ def _project(s: Session, actor: Actor, name: object, lock: bool = False) -> Proj
     if project is None or not can_read_quota(actor, project.id):
         raise NotFound("project.not_found", "name", name=name)
     return project
+
+
+def offered_resources(ctx: ServiceContext) -> Offered:
+    """The accelerator names and models the backend's nodes offer (``backend.inventory()``: the backend's cache,
+    no synchronous cluster call)."""
+    nodes = ctx.backend.inventory()
+    return Offered.of(((d.resource, d.model) for node in nodes for d in node.devices), nodes=len(nodes))
 
 
 def quota_public(s: Session, project: Project) -> ProjectQuotaPublic:
@@ -67,17 +80,22 @@ def set_quota(ctx: ServiceContext, actor: Actor, project_name: object, body: obj
     Lowering a capability below what is admitted stops nothing: new jobs wait until usage drops.
 
     Raises:
-        InvalidInput: unknown section, bad key or quantity, negative amount, fractional devices, or
-        ``guarantee <= deserved <= capability`` broken (``quota.order``: the key and both amounts named). NotFound:
+        InvalidInput: unknown section, bad key or quantity, negative amount, fractional devices, a resource or model
+        no node offers (``resource.not_offered*``/``resource.model_not_offered*``, field ``<section>.<key>``, with
+        "did you mean" and what exists), or ``guarantee <= deserved <= capability`` broken (``quota.order``: the key
+        and both amounts named). NotFound:
         ``project.not_found`` (not visible to the caller). Forbidden: ``quota.set_forbidden`` (not a platform
         admin).
     """
+    offered = offered_resources(ctx)
     with ctx.session() as s:
         project = _project(s, actor, project_name, lock=True)
         if not can_set_quota(actor):
             raise Forbidden("quota.set_forbidden", project=project.name)
         parsed = q.parse_quota(body)
         before = {name: dict(getattr(project, name) or {}) for name in q.SECTIONS}
+        for name in q.SECTIONS:
+            check_offered_keys(getattr(parsed, name), offered, name, accepted=before[name])
         after = {name: q.render_quota_list(getattr(parsed, name)) for name in q.SECTIONS}
         for name in q.SECTIONS:
             setattr(project, name, after[name])
@@ -96,15 +114,19 @@ def set_quota(ctx: ServiceContext, actor: Actor, project_name: object, body: obj
     return result
 
 
-def parse_share(s: Session, project: Project, raw: object) -> dict[str, str]:
-    """Validate a member's ``share`` (a quota resource list) against the project's capability and return it in
-    canonical form (``{}``: no per-member limit).
+def parse_share(s: Session, project: Project, raw: object, offered: Offered,
+                accepted: dict | None = None) -> dict[str, str]:
+    """Validate a member's ``share`` (a quota resource list) against what the nodes offer (``offered``; keys of the
+    member's stored share, ``accepted``, pass) and the project's capability, and return it in canonical form (``{}``:
+    no per-member limit).
 
     Raises:
-        InvalidInput: field ``share.<key>``: bad key or quantity, or ``quota.share_over_capability`` (above the
+        InvalidInput: field ``share.<key>``: bad key or quantity, a resource or model no node offers
+        (``resource.not_offered*``, ``resource.model_not_offered*``), or ``quota.share_over_capability`` (above the
         project's capability on that key: ``share`` and ``capability`` as ``{key: amount}``).
     """
     share = q.parse_quota_list(raw, "share")
+    check_offered_keys(share, offered, "share", accepted=accepted or {})
     capability = q.parse_quota_list(project.capability or {}, "capability")
     for key in sorted(share):
         if key in capability and share[key] > capability[key]:

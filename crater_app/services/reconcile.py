@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
@@ -20,7 +21,7 @@ from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
-from crater_app.services import admission, approvals, billing, job_reasons, leases
+from crater_app.services import admission, approvals, billing, job_reasons, leases, stops
 from crater_app.services.admission_loop import AdmissionLoop, RoundResult
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
@@ -38,9 +39,9 @@ _SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).value
     reason=bindparam("b_reason"), reason_code=bindparam("b_code"), reason_args=bindparam("b_args"),
     devices=bindparam("b_devices"))
 #: ``jobs.reason_code`` holds codes of at most this many characters (a longer backend code keeps only its text)
-MAX_CODE_CHARS = 32
+MAX_CODE_CHARS = 64
 #: reason codes a stop asked for by Crater writes (the job's reason while it is ``Stopping``)
-_CRATER_STOPS = (admission.PREEMPTED, "job.stopping_cancelled")
+_CRATER_STOPS = stops.CRATER_STOPS
 
 
 def status_reason(status: WorkloadStatus, ids: dict[str, int]) -> tuple[str, str, dict]:
@@ -213,41 +214,66 @@ class Reconciler:
         s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Preempted", f"hold.{code}", args,
                                              at=job.finished_at, message=job.reason))
 
-    def repair(self, adopted_by: str | None = None) -> int:
+    def repair(self, adopted_by: str | None = None, settled_before: datetime | None = None) -> int:
         """Fix jobs the backend does not know (or knows only from an earlier attempt): a Queued one (crash between
-        commit and create) is created again with the same uid and attempt; a Running one is marked Failed, a
-        Stopping one Cancelled, with the reason. Returns how many.
+        commit and create, or a create that failed) is created again with the same uid and attempt; a Running one is
+        marked Failed, a Stopping one Cancelled, with the reason. Returns how many.
 
         With ``adopted_by`` (the new leader, after a restart or a change of leader), every job still running
-        gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it.
+        gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it. With
+        ``settled_before`` (the leader's periodic repair, UTC), only jobs whose last move - admission, start or
+        stop request - came before it are looked at: a younger one may be on its way to the backend right now.
         """
+        c = Job.__table__.c
+        with self.ctx.session(read_only=True) as s:
+            rows = s.execute(sa_select(c.id, c.uid, c.phase, c.attempt, c.created_at, c.admitted_at, c.started_at,
+                                       c.stop_requested_at).where(c.phase.in_(_ACTIVE))).all()
+        suspects, adopted = [], []
+        for row in rows:
+            if settled_before is not None and _last_move(row) > settled_before:
+                continue
+            status = self.ctx.backend.status(row.uid)
+            if status is not None and status.attempt >= row.attempt:
+                if adopted_by and row.phase == JobPhase.RUNNING.value and status.state == "Running":
+                    adopted.append(event_row(row.id, row.phase, "Adopted", "job.adopted", {"holder": adopted_by}))
+                continue
+            suspects.append(row.id)
         fixed = 0
         with self.ctx.session() as s:
-            rows = s.exec(
+            if adopted:
+                s.execute(EVENTS.insert(), adopted)
+            if not suspects:
+                return 0
+            found = s.exec(
                 select(Job, Project.name, User.username)
                 .join(Project, Project.id == Job.project_id).join(User, User.id == Job.user_id)
-                .where(Job.phase.in_(_ACTIVE))
+                .where(Job.id.in_(suspects), Job.phase.in_(_ACTIVE)).with_for_update()
             ).all()
-            for job, project, user in rows:
-                status = self.ctx.backend.status(job.uid)
+            for job, project, user in found:
+                status = self.ctx.backend.status(job.uid)  # again, under the row lock: the backend may have caught up
                 if status is not None and status.attempt >= job.attempt:
-                    if adopted_by and job.phase == JobPhase.RUNNING.value and status.state == "Running":
-                        s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Adopted", "job.adopted",
-                                                             {"holder": adopted_by}))
                     continue
                 fixed += 1
                 if job.phase == JobPhase.QUEUED.value:
                     self.ctx.backend.create(workload_of(job, project, user))
                     s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Resubmitted", "job.resubmitted"))
                     continue
-                lost = "job.lost" if job.phase == JobPhase.RUNNING.value else "job.lost_stopping"
-                job.phase = JobPhase.FAILED.value if lost == "job.lost" else JobPhase.CANCELLED.value
+                running = job.phase == JobPhase.RUNNING.value
+                lost = "job.lost" if running else "job.lost_stopping"
+                job.phase = JobPhase.FAILED.value if running else JobPhase.CANCELLED.value
                 job.reason, job.reason_code, job.reason_args = job_reasons.english(lost, {}), lost, {}
                 job.finished_at = utcnow()
                 s.add(job)
                 s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Lost",
-                                                     "job.lost_record" if lost == "job.lost" else lost))
+                                                     "job.lost_record" if running else "job.lost_stopping"))
+        if fixed:
+            log.warning("repair: %d job(s) the backend did not know were handed to it again or ended", fixed)
         return fixed
+
+
+def _last_move(row) -> datetime:  # noqa: ANN001 - a row of Reconciler.repair's query
+    """The latest of a job row's admission, start and stop request (its creation when it has none), UTC."""
+    return max(t for t in (row.created_at, row.admitted_at, row.started_at, row.stop_requested_at) if t is not None)
 
 
 def holder_id() -> str:
@@ -259,10 +285,12 @@ class LeaderLoop:
     """Runs backend placement and reconciliation in the one process that holds the lease.
 
     Call :meth:`run` in a thread; :meth:`stop` ends it. Each round: renew the lease; when newly leader,
-    re-adopt running workloads and repair; then ``backend.tick()``, ``Reconciler.sync()``, (at most once a
-    second) ``approvals.close_orphans()``, the billing charge when due, and the admission pass (held jobs that
-    fit now are admitted, preemptions carried out, see :meth:`admit`); then sleep
-    ``loop_interval_s`` or until ``ctx.kick`` is set.
+    re-adopt running workloads, repair, and send again every stop Crater asked for that the backend has not acted
+    on (``services.stops``); then ``backend.tick()``, ``Reconciler.sync()``, every ``REPAIR_EVERY_S`` a repair of
+    the jobs settled for ``REPAIR_GRACE_S`` (a create that failed is retried, a lost job ended), (at most once a second) the stops
+    still not acted on after ``stops.RESEND_AFTER_S`` sent again and ``approvals.close_orphans()``, the billing
+    charge when due, and the admission pass (held jobs that fit now are admitted, preemptions carried out, see
+    :meth:`admit`); then sleep ``loop_interval_s`` or until ``ctx.kick`` is set.
     """
 
     MIN_GAP_S = 0.002  # between two rounds, always (a loop kicked without pause never spins)
@@ -270,16 +298,20 @@ class LeaderLoop:
     BURST_S = 0.1  # ...but this much owed rest is forgiven, so that an occasional kick is served at once
     ORPHANS_EVERY_S = 1.0  # approval requests whose target is gone are closed this often (approvals.close_orphans)
     STATS_EVERY_S = 3600.0  # query-planner statistics are refreshed by the leader this often (and on taking over)
+    REPAIR_EVERY_S = 30.0  # jobs the backend lost or never got are repaired this often (and on taking over)...
+    REPAIR_GRACE_S = 30.0  # ...once their last move is this old (a younger one may be on its way to the backend)
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
         self.holder = holder_id()
         self.reconciler = Reconciler(ctx)
         self.admission = AdmissionLoop(ctx)
+        self.stops = stops.StopSweep(ctx)
         self.leader = False
         self._stop = threading.Event()
         self._stats_at = -1e18
         self._orphans_at = -1e18
+        self._repair_at = time.monotonic()
         self._owed = 0.0  # seconds of rest owed by past rounds (REST_FACTOR x their duration), paid by idle time
 
     def step(self) -> None:
@@ -294,12 +326,18 @@ class LeaderLoop:
             self.reconciler.rev = 0
             self.reconciler.sync()
             self.reconciler.repair(adopted_by=self.holder)
+            self.stops.run(at_once=True)  # the previous leader may have died before sending a stop
         if time.monotonic() - self._stats_at > self.STATS_EVERY_S:
             self._stats_at = time.monotonic()
             with self.ctx.session() as s:
                 refresh_statistics(s.connection())
         self.ctx.backend.tick()
         self.reconciler.sync()
+        if time.monotonic() - self._repair_at >= self.REPAIR_EVERY_S:
+            self._repair_at = time.monotonic()
+            self.reconciler.repair(settled_before=utcnow() - timedelta(seconds=self.REPAIR_GRACE_S))
+        if self.stops.due():
+            self.stops.run()
         # Requests whose job ended (or project expired) are closed: one indexed query, usually empty; once per
         # ORPHANS_EVERY_S rather than every round (it costs ~5 ms with 2,000 pending requests on SQLite).
         if time.monotonic() - self._orphans_at >= self.ORPHANS_EVERY_S:
@@ -310,8 +348,9 @@ class LeaderLoop:
 
     def admit(self) -> RoundResult:
         """The admission pass (``services.admission_loop.AdmissionLoop``): cheap when nothing is held. Admitted jobs
-        go to the backend; preemption victims (``Stopping`` already) are stopped with the reason (the reconciler
-        then requeues them, or marks them ``Failed``, reason ``Preempted``)."""
+        go to the backend; preemption victims (``Stopping`` already) are stopped with the reason, each on its own
+        (a stop that fails is logged and sent again by ``services.stops.StopSweep``; the reconciler then requeues
+        the victim, or marks it ``Failed``, reason ``Preempted``)."""
         moved, self.reconciler.moved = self.reconciler.moved, False
         result = self.admission.step(moved)
         if result.admitted:
@@ -330,10 +369,7 @@ class LeaderLoop:
             except Exception:  # noqa: BLE001 - repair() hands Queued jobs the backend lacks to it again
                 log.exception("admission: handing %d admitted job(s) to the backend failed", len(workloads))
         for uid, reason in result.preempted:
-            try:
-                self.ctx.backend.cancel(uid, reason)
-            except KeyError:
-                log.warning("admission: preemption victim %s is unknown to the backend", uid)
+            stops.send(self.ctx, uid, reason)
         return result
 
     def run(self) -> None:

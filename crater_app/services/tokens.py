@@ -15,7 +15,7 @@ from crater_app.db.models import ApiToken, User
 from crater_app.schemas import PersonalTokenCreated, PersonalTokenPublic
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from crater_app.domain.naming import is_text
+from crater_app.domain.naming import check_bidi, is_text
 from crater_app.domain.policy import Actor, can_create_token, can_revoke_token
 from crater_app.services import identity, oplog
 from crater_app.services.context import ServiceContext
@@ -46,7 +46,8 @@ def create_token(ctx: ServiceContext, actor: Actor, name: object,
         The metadata and ``access_token`` (the secret: shown this once, only its SHA-256 is stored).
 
     Raises:
-        Forbidden: ``token.forbidden``. InvalidInput: ``token.name`` (empty, too long, not text) or
+        Forbidden: ``token.forbidden``. InvalidInput: ``token.name`` (empty, too long, not text),
+        ``name.text_bidi`` (a bidirectional override or isolate, see ``domain.naming.check_bidi``) or
         ``token.expiry`` (``expires_in_days`` not an integer in 1..365). Conflict: ``token.name_taken`` (an active
         token has that name) or ``token.limit`` (the caller has 20 active personal tokens).
     """
@@ -54,6 +55,7 @@ def create_token(ctx: ServiceContext, actor: Actor, name: object,
         raise Forbidden("token.forbidden")
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS or not is_text(name):
         raise InvalidInput("token.name", "name", max=MAX_NAME_CHARS)
+    check_bidi(name, "name")
     if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int) or not (
         MIN_EXPIRY_DAYS <= expires_in_days <= MAX_EXPIRY_DAYS
     ):

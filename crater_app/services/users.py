@@ -16,11 +16,13 @@ from sqlmodel import select
 
 from crater_app.auth.passwords import check_password, hash_password
 from crater_app.db.models import ApiToken, Project, ProjectMember, User
-from crater_app.db.queries.users import user_by_name
+from crater_app.db.queries.users import confusable_with, user_by_name
 from crater_app.domain import field_paths
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.jobs import parse_duration
-from crater_app.domain.naming import MAX_USERNAME_CHARS, check_text, check_username, is_text, username_key
+from crater_app.domain.naming import (
+    MAX_USERNAME_CHARS, check_text, check_username, is_text, username_key, username_skeleton,
+)
 from crater_app.domain.policy import (
     PLATFORM_ROLES,
     USER_LIMIT_FIELDS,
@@ -91,10 +93,15 @@ def ensure_admin(ctx: ServiceContext, password: str | None) -> str | None:
 def _insert_user(ctx: ServiceContext, actor: Actor | None, username: str, password: str, role: str,
                  display_name: str, email: str, project_id: int, status: str = "active",
                  action: str = "user:create") -> UserPublic:
+    password_hash = hash_password(password)  # before the transaction: argon2 takes ~0.1 s
     with ctx.session() as s:
+        twin = confusable_with(s, username)
+        if twin is not None:
+            raise Conflict("account.confusable", "username", username=username, existing=twin)
         user = User(
-            username=username, username_key=username_key(username), display_name=display_name, email=email,
-            password_hash=hash_password(password), role=role, status=status, default_project_id=project_id,
+            username=username, username_key=username_key(username), username_skeleton=username_skeleton(username),
+            display_name=display_name, email=email, password_hash=password_hash, role=role, status=status,
+            default_project_id=project_id,
         )
         s.add(user)
         try:
@@ -145,7 +152,10 @@ def create_user(
         Forbidden: actor is not a platform admin.
         InvalidInput: username not a user name (1..64 Unicode letters, digits, ``. _ - @``), password shorter
             than 8 or longer than 1,024 chars, unknown role, over-long display name/email.
-        Conflict: the username exists (compared after NFKC case folding: ``Alice`` is ``alice``).
+        Conflict: the username exists (compared after NFKC case folding: ``Alice`` is ``alice``;
+            ``account.exists``), or looks like an existing one (``account.confusable``, ``existing``: ``аlice`` with a
+            Cyrillic а beside ``alice``; ``domain.naming.username_skeleton``). Two confusable names created at the
+            very same moment are not caught (the index on the skeleton is not unique).
     """
     if not can_manage_users(actor):
         raise Forbidden("account.admins_only")
@@ -182,7 +192,7 @@ def signup(ctx: ServiceContext, username: object, password: object, email: objec
 
     Raises:
         Forbidden: self sign-up is off. InvalidInput: as :func:`create_user` (username, password 8..1,024 chars,
-        display_name, email; field named). Conflict: the username exists.
+        display_name, email; field named). Conflict: the username exists or looks like an existing one.
     """
     if not can_sign_up(ctx.settings.signup_enabled):
         raise Forbidden("account.signup_off")

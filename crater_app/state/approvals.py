@@ -108,12 +108,13 @@ def approval_row(a: ApprovalPublic) -> dict[str, str]:
     else:
         target = f"{a.job_name or ''} #{a.job_id}" if a.job_id else ""
     decision = {"code": a.decision_code, "args": a.decision_args, "note": a.decision_note}
+    request = {"code": a.reason_code, "args": a.reason_args}
     return {
         "id": str(a.id), "kind": a.kind, "status": a.status, "requester": a.requester, "project": a.project or "",
         "target": target.strip(), "job_id": str(a.job_id or ""), "reason": a.reason,
         "auto": "1" if a.auto else "", "decided_by": a.decided_by or "",
         "payload": json.dumps(a.payload, sort_keys=True), "current": json.dumps(a.current, sort_keys=True),
-        "decision": json.dumps(decision, sort_keys=True),
+        "decision": json.dumps(decision, sort_keys=True), "request": json.dumps(request, sort_keys=True),
         "created": views.fmt_time(a.created_at), "decided": views.fmt_time(a.decided_at),
         "can_decide": "1" if a.can_decide else "",
     }
@@ -129,11 +130,21 @@ def note_text(lang: object, row: dict[str, str]) -> str:
     return i18n.render(lang, "decision." + str(code), args, fallback=note)
 
 
+def reason_text(lang: object, row: dict[str, str]) -> str:
+    """The reason of an :func:`approval_row` in ``lang``: a reason Crater wrote itself (a large job) from its code,
+    a requester's own words as written (``services.approvals.notices.reason_text``)."""
+    request = views.json_dict(row.get("request"))
+    code, args = request.get("code") or "", request.get("args") or {}
+    if not code or not isinstance(args, dict):
+        return row.get("reason", "")
+    return i18n.render(lang, "request." + str(code), args, fallback=row.get("reason", ""))
+
+
 def row_texts(lang: object, row: dict[str, str]) -> dict[str, str]:
-    """``row`` with ``kind_text``, ``status_text``, ``value`` and ``note`` in ``lang``."""
+    """``row`` with ``kind_text``, ``status_text``, ``value``, ``note`` and ``reason`` in ``lang``."""
     return {**row, "kind_text": i18n.translate(lang, KIND_KEYS.get(row["kind"], row["kind"])),
             "status_text": i18n.translate(lang, STATUS_KEYS.get(row["status"], row["status"])),
-            "value": value_text(lang, row), "note": note_text(lang, row)}
+            "value": value_text(lang, row), "note": note_text(lang, row), "reason": reason_text(lang, row)}
 
 
 class ApprovalsState(FieldErrors, AppState):

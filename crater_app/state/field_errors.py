@@ -5,7 +5,7 @@ A form state mixes in :class:`FieldErrors` (``class NewJobState(FieldErrors, App
 error (a service's :class:`~crater_app.domain.errors.CraterError` or a form's own
 :class:`~crater_app.state.forms.FormError`) goes to ``field_errors[<input>]`` when its field maps to an input,
 else to ``form_error`` (one message below the form). Each input's change handler calls ``clear_field_error`` with
-its name (``crater_app.ui.components.clears``), so the message goes away as soon as the user edits that field.
+its name (``crater_app.ui.forms.clears``), so the message goes away as soon as the user edits that field.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from urllib.parse import urlencode
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.naming import DNS1123_LABEL_MAX, check_dns1123_label, check_username
+from crater_app.domain.naming import DNS1123_LABEL_MAX, MAX_USERNAME_CHARS, check_dns1123_label, check_username
 from crater_app.services import oplog, projects, tokens
 from crater_app.state.forms import FormError
 
@@ -25,11 +25,12 @@ OPLOG_FILTER_LIMITS = {**oplog.FILTER_LIMITS, "from": 10, "to": 10}
 MAX_PAGE = 1_000_000
 
 
-def _day(text: str, field: str, key: str) -> date:
+def _day(text: str) -> date | None:
+    """The day ``text`` (``YYYY-MM-DD``), or ``None`` when it is not one."""
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise FormError(key, field, value=text[:32]) from None
+        return None
 
 
 def expiry_from_day(text: str, now: datetime | None = None) -> str | None:
@@ -43,7 +44,9 @@ def expiry_from_day(text: str, now: datetime | None = None) -> str | None:
     text = text.strip()
     if not text:
         return None
-    day = _day(text, "expires_at", "project.error.expiry_format")
+    day = _day(text)
+    if day is None:
+        raise FormError("project.error.expiry_format", "expires_at", value=text[:32])
     end = datetime.combine(day, time(23, 59, 59), tzinfo=timezone.utc)
     if end <= (now or datetime.now(timezone.utc)):
         raise FormError("project.error.expiry_past", "expires_at", day=day.isoformat())
@@ -84,7 +87,7 @@ def member_username(text: str) -> str:
     try:
         return check_username(name, "username")
     except InvalidInput:
-        raise FormError("member.error.username", "username") from None
+        raise FormError("member.error.username", "username", limit=MAX_USERNAME_CHARS) from None
 
 
 def token_form(form: dict) -> tuple[str, int]:
@@ -113,8 +116,13 @@ def day_bounds(since_day: str, until_day: str) -> tuple[str | None, str | None]:
         FormError: ``oplog.error.date`` (not a ``YYYY-MM-DD`` day; field ``from`` or ``to``) or
         ``oplog.error.range`` (``from`` after ``to``; field ``from``).
     """
-    start = _day(since_day.strip(), "from", "oplog.error.date") if since_day.strip() else None
-    end = _day(until_day.strip(), "to", "oplog.error.date") if until_day.strip() else None
+    days: list[date | None] = []
+    for text, field in ((since_day.strip(), "from"), (until_day.strip(), "to")):
+        day = _day(text) if text else None
+        if text and day is None:
+            raise FormError("oplog.error.date", field, value=text[:32])
+        days.append(day)
+    start, end = days
     if start is not None and end is not None and start > end:
         raise FormError("oplog.error.range", "from")
     midnight = time(0, 0, tzinfo=timezone.utc)

@@ -38,6 +38,11 @@ class JobDetailState(AppState):
         return self.job.get("phase", "") in views.TERMINAL_PHASES
 
     @rx.var
+    def can_cancel(self) -> bool:
+        """Whether a cancel would do anything: the job is not final and not already being stopped."""
+        return bool(self.job) and not self.finished and self.job.get("phase", "") != "Stopping"
+
+    @rx.var
     def reason_text(self) -> str:
         """The job's status sentence in the console's language (a hold sentence from its reason code)."""
         return messages.job_reason_text(self.lang, self.job)

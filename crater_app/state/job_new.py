@@ -6,7 +6,8 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.domain.policy import can_submit_as
-from crater_app.services import jobs, nodes, projects, users
+from crater_app.domain.resources import CPU, MEMORY
+from crater_app.services import job_defaults, jobs, nodes, projects, users
 from crater_app.state import views
 from crater_app.state.base import AppState
 from crater_app.state.field_errors import FieldErrors, FieldMap
@@ -43,6 +44,10 @@ class NewJobState(FieldErrors, AppState):
     project_options: list[str] = []
     project: str = ""
     _default_project: str = ""
+    #: the ``cpu``/``memory`` a job that names none gets (settings ``default_job_cpu``/``default_job_memory``, the
+    #: API's defaults too): the fields start with them; ``""`` when the platform sets none
+    default_cpu: str = ""
+    default_memory: str = ""
 
     @rx.var
     def gpu_options(self) -> list[str]:
@@ -70,7 +75,8 @@ class NewJobState(FieldErrors, AppState):
 
     @rx.event
     async def load(self):
-        """on_load: read the nodes' accelerator models and counts."""
+        """on_load: read the nodes' accelerator models and counts, the platform's cpu/memory defaults (the fields
+        start with them) and the projects the user may submit to."""
         self.error = ""
         self._clear_errors()
         self.submitting = False
@@ -78,6 +84,10 @@ class NewJobState(FieldErrors, AppState):
         if found is None:
             return stop
         self.accelerators = views.accelerator_choices(found)
+        defaults, stop = await self.guarded(job_defaults.resource_defaults)
+        if defaults is None:
+            return stop
+        self.default_cpu, self.default_memory = defaults.get(CPU, ""), defaults.get(MEMORY, "")
         mine, stop = await self.guarded(projects.list_projects)
         me, stop_me = await self.guarded(users.me)
         if mine is None or me is None:

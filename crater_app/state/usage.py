@@ -13,6 +13,7 @@ import reflex as rx
 from crater_app.schemas import BalancePublic, BillingPricePublic, UsagePublic
 from crater_app.domain.times import utcnow
 from crater_app.domain.errors import CraterError, Unauthenticated
+from crater_app.i18n.format import significant
 from crater_app.services import billing, usage
 from crater_app.state.base import AppState
 from crater_app.state.field_errors import FieldErrors
@@ -28,8 +29,12 @@ _PRICE_FIELD = re.compile(r"prices\[(\d+)\](?:\.(\w+))?")
 
 
 def fmt_hours(value: float) -> str:
-    """Hours with one decimal and thousands separators (``1,234.5``)."""
-    return f"{value:,.1f}"
+    """Hours with one decimal and thousands separators (``1,234.5``, ``7.0``, ``0.0``); an amount under 1 with two
+    significant digits (``0.035``, ``0.5``, ``0.0012``), so that a short run never reads as ``0.0`` while the chart
+    shows it. The same in both languages."""
+    if value == 0 or abs(value) >= 0.995:  # 0.995 and up round to 1.0
+        return f"{value:,.1f}"
+    return significant(value)
 
 
 def fmt_points(value: float) -> str:
@@ -54,7 +59,7 @@ def chart_series(report: UsagePublic, others: str) -> tuple[list[str], list[dict
         name = r.key if r.key in shown else others
         if name in values:
             values[name][index[r.period]] += r.accelerator_hours
-    return periods, [{"name": name, "y": [round(v, 3) for v in ys]} for name, ys in values.items()]
+    return periods, [{"name": name, "y": [float(f"{v:.4g}") for v in ys]} for name, ys in values.items()]
 
 
 def window_periods(report: UsagePublic, limit: int = 400) -> list[str]:

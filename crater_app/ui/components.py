@@ -1,5 +1,5 @@
-"""Shared console components: translation lookup, the top bar, page frame, badges, callouts and form fields with
-their errors beside them."""
+"""Shared console components: translation lookup, the top bar, page frame, badges and callouts (form fields with
+their errors beside them: :mod:`crater_app.ui.forms`)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,14 @@ def t(key: str) -> rx.Var:
 def t_dynamic(prefix: str, value: rx.Var) -> rx.Var:
     """The text for the key ``prefix + value`` (e.g. ``phase.`` + a job's phase word)."""
     return AppState.tr[rx.Var.create(prefix) + value]
+
+
+def t_format(key: str, **params: rx.Var | str) -> rx.Var:
+    """The text for ``key`` with its ``{name}`` placeholders filled in the browser from ``params`` (Vars)."""
+    text = t(key).to(str)
+    for name, value in params.items():
+        text = text.replace("{" + name + "}", value)
+    return text
 
 
 def phase_badge(phase: rx.Var, size: str = "2") -> rx.Component:
@@ -357,61 +365,6 @@ def shell(*children: rx.Component, active: str = "") -> rx.Component:
 def loading() -> rx.Component:
     """A centered spinner."""
     return rx.center(rx.spinner(size="3"), padding="var(--space-8)", width="100%")
-
-
-def field(label: rx.Var, control: rx.Component, hint=None, required: bool = False,
-          error: rx.Component | None = None) -> rx.Component:
-    """A labelled form control with its error (:func:`field_error`, when given) right below it and an optional hint
-    (text or component) below that."""
-    if hint is None:
-        hint_el = rx.fragment()
-    elif isinstance(hint, rx.Component):
-        hint_el = hint
-    else:
-        hint_el = rx.text(hint, size="1", color_scheme="gray")
-    return rx.vstack(
-        rx.hstack(
-            rx.text(label, size="2", weight="medium", as_="label"),
-            rx.text("*", color_scheme="red", size="2") if required else rx.fragment(),
-            spacing="1",
-        ),
-        control,
-        error if error is not None else rx.fragment(),
-        hint_el,
-        spacing="1",
-        width="100%",
-        align="stretch",
-    )
-
-
-def field_error(state, name: str, id: str | None = None) -> rx.Component:
-    """The error of the form input ``name`` (``state.field_errors[name]``, a ``FieldErrors`` state), in red with an
-    icon, when there is one; ``id`` defaults to ``<name>-error`` (``role="alert"``, ``data-field`` the input)."""
-    return rx.cond(
-        state.field_errors.contains(name),
-        rx.hstack(
-            rx.icon("circle_alert", size=14, color=rx.color("red", 11), flex_shrink="0"),
-            rx.text(state.field_errors[name], size="1", color=rx.color("red", 11)),
-            spacing="1",
-            align="center",
-            id=id or f"{name.replace('_', '-')}-error",
-            role="alert",
-            class_name="field-error",
-            custom_attrs={"data-field": name},
-        ),
-    )
-
-
-def clears(state, name: str):
-    """The change handler of input ``name``: while the input has an error, a change sends ``clear_field_error``
-    (the error goes at the first keystroke); without one the browser sends nothing (the choice is made in the
-    browser, from ``state.field_errors``)."""
-    return rx.cond(state.field_errors.contains(name), state.clear_field_error(name), rx.noop())
-
-
-def invalid(state, name: str) -> rx.Var:
-    """``"true"`` while input ``name`` has an error (for ``aria-invalid``), else ``"false"``."""
-    return rx.cond(state.field_errors.contains(name), "true", "false")
 
 
 def mono(text: rx.Var, **props) -> rx.Component:

@@ -1,25 +1,17 @@
 """Components shared by the projects, API-token and operation-log pages: project-role and expiry badges, a
 confirmation dialog driven by state, the admins-only notice and the pager (a form field's error line is
-:func:`crater_app.ui.components.field_error`)."""
+:func:`crater_app.ui.forms.field_error`)."""
 
 from __future__ import annotations
 
 import reflex as rx
 
-from crater_app.ui.components import t, t_dynamic
+from crater_app.ui.components import t, t_dynamic, t_format
 
 PROJECT_ROLE_COLORS = (("admin", "crimson"), ("member", "indigo"), ("viewer", "gray"))
 EXPIRY_COLORS = (("expired", "red"), ("soon", "amber"), ("active", "green"), ("never", "gray"))
 EXPIRY_ICONS = (("expired", "calendar_x"), ("soon", "calendar_clock"), ("active", "calendar_check"),
                 ("never", "infinity"))
-
-
-def t_format(key: str, **params: rx.Var | str) -> rx.Var:
-    """The text for ``key`` with its ``{name}`` placeholders filled in the browser from ``params`` (Vars)."""
-    text = t(key).to(str)
-    for name, value in params.items():
-        text = text.replace("{" + name + "}", value)
-    return text
 
 
 def project_role_badge(role: rx.Var, **props) -> rx.Component:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import ProjectDetailState as S
-from crater_app.ui.components import MONO, empty_mark, error_callout, section_title, t, wide_only
-from crater_app.ui.governance import t_format
+from crater_app.ui.components import MONO, empty_mark, error_callout, section_title, t, t_format, wide_only
 
 LEVEL_COLORS = (("full", "red"), ("high", "amber"), ("ok", "green"))
 WIDE_CELL = {"display": wide_only("table-cell")}

@@ -51,7 +51,7 @@ def test_the_hand_over_is_refused_from_another_site(api):
     error = assert_error(r, 403, "forbidden", None, code="auth.origin_refused")
     assert error["args"] == {"origin": "https://evil.example"} and "set-cookie" not in r.headers
     r = api.client.post("/api/v1/auth/session", json={"code": code})  # no Origin at all
-    assert_error(r, 403, "forbidden", code="auth.origin_refused")
+    assert_error(r, 403, "forbidden", None, "names no origin", code="auth.origin_missing")
     assert api.client.post("/api/v1/auth/session", json={"code": code}, headers=SITE).status_code == 201, \
         "the refusals did not use the code up"
     r = api.client.post("/api/v1/auth/session", json={"code": code}, headers=SITE)
@@ -63,10 +63,13 @@ def test_the_hand_over_is_refused_from_another_site(api):
 def test_cookie_writes_must_come_from_this_site(api):
     assert sign_in_browser(api).status_code == 201
     before = counts(api.world.ctx)
-    for headers, words in (({}, "''"), (EVIL, "evil.example"), ({"Origin": "null"}, "null"),
-                           ({"Origin": "http://testserver.evil.example"}, "testserver.evil")):
+    for headers, words, code in (({}, "names no origin", "auth.origin_missing"),
+                                 (EVIL, "evil.example", "auth.origin_refused"),
+                                 ({"Origin": "null"}, "null", "auth.origin_refused"),
+                                 ({"Origin": "http://testserver.evil.example"}, "testserver.evil",
+                                  "auth.origin_refused")):
         r = api.client.post("/api/v1/jobs", json=JOB, headers=headers)
-        assert_error(r, 403, "forbidden", None, words, code="auth.origin_refused")
+        assert_error(r, 403, "forbidden", None, words, code=code)
     r = api.client.post("/api/v1/jobs", json=JOB, headers=EVIL | {"Accept-Language": "zh-CN"})
     assert "不是 Crater 的访问地址" in r.json()["error"]["message"]
     assert counts(api.world.ctx) == before, "nothing written"

@@ -8,6 +8,8 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 
+from fastapi import Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -137,9 +139,10 @@ def test_every_creating_post_replays(api):
     assert secret.startswith("crt_")
 
 
-def test_an_unknown_outcome_is_replayed_and_never_repeated(api, make_ctx):
-    """A failure after the job was written (here: the backend refuses the workload) is a 500; its retry gets the
-    same 500 rather than a second job (Stripe's semantics: an unknown outcome is not retried for the client)."""
+def test_a_backend_failure_after_the_write_answers_the_job_and_its_retry_replays_it(api, make_ctx):
+    """A failure after the job was written (here: the backend refuses the workload) does not fail the submission:
+    the job is written, the leader's repair hands it over again later (services.reconcile), and a retry with the
+    same key gets the same answer rather than a second job."""
     ctx = api.world.ctx
 
     class RefusingBackend:
@@ -159,11 +162,10 @@ def test_an_unknown_outcome_is_replayed_and_never_repeated(api, make_ctx):
     with TestClient(build_api(lambda: ctx), raise_server_exceptions=False) as client:
         headers = {**api.auth("alice"), "Idempotency-Key": "unknown-outcome"}
         first = client.post("/api/v1/jobs", json=JOB, headers=headers)
-        error = assert_error(first, 500, "internal", None, code="http.internal")
-        assert error["args"]["request_id"] in error["message"] and _count(ctx, Job) == 1
+        assert first.status_code == 201 and first.json()["phase"] == "Queued" and _count(ctx, Job) == 1
         again = client.post("/api/v1/jobs", json=JOB, headers=headers)
-        assert again.status_code == 500 and again.headers["idempotent-replayed"] == "true"
-        assert again.content == first.content and _count(ctx, Job) == 1
+        assert again.status_code == 201 and again.headers["idempotent-replayed"] == "true"
+        assert again.json() == first.json() and _count(ctx, Job) == 1
 
 
 def test_keys_expire_after_24_hours(api):
@@ -257,35 +259,62 @@ def test_a_personal_tokens_secret_is_never_stored_in_clear(api):
     assert _post(api, "/api/v1/tokens", "token-key", who="bob", json={"name": "ci"}).json()["access_token"] != secret
 
 
+def _route_that_writes_then_fails(api, failure: Exception) -> None:
+    """An idempotent POST /api/v1/test-writes that creates a project (a real write, recorded with mark_written as
+    services do after a commit) and then fails with ``failure``, placed first among the app's routes."""
+    from fastapi import APIRouter
+
+    from crater_app.api.body import decode_object
+    from crater_app.api.idempotency import IdempotentRoute
+    from crater_app.services import projects
+
+    router = APIRouter(route_class=IdempotentRoute)
+
+    @router.post("/api/v1/test-writes", status_code=201)
+    async def writes_then_fails(request: Request) -> Response:
+        body = await decode_object(request, ("name",))
+        await run_in_threadpool(projects.create_project, api.world.ctx, api.world.admin, body["name"])
+        idempotency.mark_written("project")
+        raise failure
+
+    api.client.app.router.routes.insert(0, router.routes[0])
+
+
+def test_a_refusal_after_a_write_is_kept_and_never_repeated(api):
+    """A refusal (a Crater error) raised after the request wrote something does not release the key: a retry gets
+    the same refusal instead of writing again."""
+    from crater_app.domain.errors import Conflict
+
+    _route_that_writes_then_fails(api, Conflict("job.already_final", "id", id=1, phase="Succeeded"))
+    first = _post(api, "/api/v1/test-writes", "after-write", who="admin", json={"name": "written"})
+    assert_error(first, 409, "conflict", "id", code="job.already_final")
+    assert _count(api.world.ctx, Project) == 2  # default and the new one
+    again = _post(api, "/api/v1/test-writes", "after-write", who="admin", json={"name": "written"})
+    assert again.status_code == 409 and again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content and _count(api.world.ctx, Project) == 2
+
+
+def test_an_unknown_outcome_is_the_stored_500_envelope(api):
+    """An exception no handler maps, after a write: the answer is the 500 envelope (request id named), stored, so
+    that a retry gets it again rather than a second write."""
+    _route_that_writes_then_fails(api, RuntimeError("lost the connection after the commit"))
+    first = api.client.post("/api/v1/test-writes", json={"name": "maybe"},
+                            headers={**api.auth("admin"), "Idempotency-Key": "unknown", "Accept-Language": "zh-CN"})
+    error = assert_error(first, 500, "internal", None, code="http.internal")
+    assert error["args"]["request_id"] in error["message"] and "服务器出错" in error["message"]
+    again = _post(api, "/api/v1/test-writes", "unknown", who="admin", json={"name": "maybe"})
+    assert again.status_code == 500 and again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content and _count(api.world.ctx, Project) == 2
+
+
 class RefusingBackend:
-    """The cluster refuses the workload with a Crater error after the job row was committed."""
+    """A backend wrapper (the boundary) whose calls pass through unless a test overrides them."""
 
     def __init__(self, inner):
         self.inner = inner
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
-
-    def create(self, workload):
-        from crater_app.domain.errors import Unschedulable
-
-        raise Unschedulable("job.resource_not_offered", "resources", resource="nvidia.com/gpu", offered=["cpu"])
-
-    def create_many(self, workloads):
-        self.create(workloads[0])
-
-
-def test_a_refusal_after_the_job_was_written_is_kept_and_never_repeated(api):
-    """submit_job writes the job, then the backend refuses it: the key is not released (a retry would submit a
-    second job); the retry gets the same refusal."""
-    ctx = api.world.ctx
-    ctx.backend = RefusingBackend(ctx.backend)
-    first = _post(api, "/api/v1/jobs", "after-write", json=JOB)
-    assert_error(first, 422, "unschedulable", code="job.resource_not_offered")
-    assert _count(ctx, Job) == 1
-    again = _post(api, "/api/v1/jobs", "after-write", json=JOB)
-    assert again.status_code == 422 and again.headers["idempotent-replayed"] == "true"
-    assert again.content == first.content and _count(ctx, Job) == 1
 
 
 def test_a_slow_request_keeps_its_key(api, monkeypatch):

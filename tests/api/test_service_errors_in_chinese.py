@@ -48,7 +48,7 @@ def lab(api):
 
 def test_adding_an_unknown_user_reads_in_chinese(lab):
     error = both(lab, "PUT", "/api/v1/projects/lab/members/nosuchuser", "alice", 404, "project.unknown_user",
-                 "username", {"role": "member"}, ("用户“nosuchuser”不存在",), ("user 'nosuchuser' does not exist",))
+                 "username", {"role": "member"}, ("用户“nosuchuser”不存在",), ("User 'nosuchuser' does not exist.",))
     assert error["args"] == {"name": "nosuchuser"}
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -83,6 +84,20 @@ class Console:
         ``REFLEX_REDIS_URL=None`` for in-memory console state in one worker, as ``make run`` serves."""
         assert self.server is not None, "a console started by ConsoleServer"
         self.startup_s = self.server.restart(changes)
+
+
+def sign_in(page, url: str, username: str, password: str, path: str = "/jobs") -> None:
+    """Open ``url + path`` signed out (the console sends the browser to /login), sign in as ``username`` and wait
+    until the console is back on ``path`` with the user's name in the top bar."""
+    from playwright.sync_api import expect
+
+    page.goto(url + path)
+    page.wait_for_url(re.compile(r".*/login/?$"))
+    page.fill("#username", username)
+    page.fill("#password", password)
+    page.click("#login-submit")
+    page.wait_for_url(re.compile(".*" + re.escape(path) + "/?$"))
+    expect(page.locator("#nav-username")).to_have_text(username)
 
 
 def _free_port() -> int:

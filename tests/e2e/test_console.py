@@ -75,10 +75,14 @@ def test_submit_two_gpu_job_and_read_its_logs(page: Page, console: Console) -> N
     page.wait_for_url(re.compile(r".*/jobs/?$"))
     expect(page.locator("#nav-username")).to_have_text("admin")
 
-    # The new-job form offers the node's real accelerator model and counts 0..4.
+    # The new-job form offers the node's real accelerator model and counts 0..4, and starts with the cpu/memory
+    # defaults the API applies too (settings default_job_cpu/default_job_memory).
     page.click("#new-job")
     page.wait_for_url(re.compile(r".*/jobs/new/?$"))
     expect(page.locator("#gpu-model")).to_contain_text("NVIDIA-A100-SXM4-80GB")
+    expect(page.locator("#job-cpu")).to_have_value("1")
+    expect(page.locator("#job-memory")).to_have_value("2Gi")
+    expect(page.locator("#job-memory-hint")).to_contain_text("the default is 2Gi")
     page.fill("#job-name", JOB_NAME)
     page.click("#mode-shell")
     page.fill("#job-command", COMMAND)
@@ -125,16 +129,28 @@ def test_submit_two_gpu_job_and_read_its_logs(page: Page, console: Console) -> N
     page.get_by_role("option", name="简体中文").click()
     expect(page.locator("#page-title")).to_have_text("作业")
     expect(row.locator(".phase-badge")).to_contain_text("已成功")
-    # The job's events: reason words in Chinese (the API word stays in data-reason); each message is rendered from
-    # its code (a message the backend wrote without one is shown as stored).
+    expect(row).to_contain_text("进程退出，退出码 0")  # the status sentence, rendered from its code
+    # The job's events: reason words in Chinese (the API word stays in data-reason) and each message rendered from
+    # its code and arguments.
     row.locator(".job-link").click()
     page.wait_for_url(re.compile(rf".*/jobs/{job_id}/?$"))
+    expect(page.locator("#job-reason")).to_have_text("进程退出，退出码 0")
     events = page.locator("#job-events")
-    expect(events.locator(".event-reason[data-reason='Completed']")).to_have_text("已完成")
+    for reason, word in (("Submitted", "已提交"), ("HostEnvironment", "主机环境"), ("Started", "已启动"),
+                         ("Completed", "已完成")):
+        expect(events.locator(f".event-reason[data-reason='{reason}']")).to_have_text(word)
+    expect(events).to_contain_text("由 admin 提交")
+    expect(events).to_contain_text("本地后端在主机环境中运行命令")
+    expect(events).to_contain_text(re.compile(r"使用设备 \[?0,1"))  # the Started event names its devices
+    expect(events).to_contain_text("进程退出，退出码 0")
     expect(events).not_to_contain_text("Submitted")
+    expect(events).not_to_contain_text("exited with code")
     page.click("#lang-switch")
     page.get_by_role("option", name="English").click()
     expect(events.locator(".event-reason[data-reason='Completed']")).to_have_text("Completed")
+    expect(events).to_contain_text("submitted by admin")
+    expect(events).to_contain_text("exited with code 0")
+    expect(page.locator("#job-reason")).to_have_text("exited with code 0")
     page.click("#nav-jobs")
     expect(page.locator("#page-title")).to_have_text("Jobs")
 

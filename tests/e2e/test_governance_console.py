@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ADMIN_PASSWORD, Console
+from tests.e2e.conftest import ADMIN_PASSWORD, Console, sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -51,16 +51,6 @@ def _ensure_alice(console: Console) -> None:
     assert status in (201, 409), body
 
 
-def _sign_in(page: Page, url: str, username: str, password: str, path: str) -> None:
-    page.goto(url + path)
-    page.wait_for_url(re.compile(r".*/login/?$"))
-    page.fill("#username", username)
-    page.fill("#password", password)
-    page.click("#login-submit")
-    page.wait_for_url(re.compile(".*" + re.escape(path) + "/?$"))
-    expect(page.locator("#nav-username")).to_have_text(username)
-
-
 def _sign_out(page: Page) -> None:
     page.click("#user-menu")
     page.click("#sign-out")
@@ -78,7 +68,7 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     expiry = (datetime.now(timezone.utc) + timedelta(days=30)).date().isoformat()
 
     # --- the admin creates a project; a bad name is refused under the name field, nothing is created --------------
-    _sign_in(page, url, "admin", ADMIN_PASSWORD, "/jobs")
+    sign_in(page, url, "admin", ADMIN_PASSWORD, "/jobs")
     page.click("#nav-projects")
     page.wait_for_url(re.compile(r".*/projects/?$"))
     expect(page.locator("#page-title")).to_have_text("Projects")
@@ -130,7 +120,7 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     _sign_out(page)
 
     # --- alice sees the project (as viewer) but not its members --------------------------------------------------
-    _sign_in(page, url, "alice", ALICE_PASSWORD, "/projects")
+    sign_in(page, url, "alice", ALICE_PASSWORD, "/projects")
     expect(page.locator("#nav-oplog")).to_have_count(0)
     expect(page.locator("#nav-admin")).to_have_count(0)
     expect(page.locator("#create-project")).to_have_count(0)
@@ -189,7 +179,7 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     _sign_out(page)
 
     # --- the admin filters the log by action, exports the filtered CSV -------------------------------------------
-    _sign_in(page, url, "admin", ADMIN_PASSWORD, "/jobs")
+    sign_in(page, url, "admin", ADMIN_PASSWORD, "/jobs")
     page.click("#nav-oplog")
     page.wait_for_url(re.compile(r".*/admin/operation-logs/?$"))
     # The page's on_load reads the log after the navigation: allow for a slow round trip on a busy machine.
@@ -248,7 +238,7 @@ def test_projects_tokens_and_operation_log(browser, page: Page, console: Console
     phone_context.set_default_timeout(20_000)
     phone = phone_context.new_page()
     try:
-        _sign_in(phone, url, "admin", ADMIN_PASSWORD, "/projects")
+        sign_in(phone, url, "admin", ADMIN_PASSWORD, "/projects")
         for selector in ("#nav-jobs", "#nav-projects", "#nav-admin", "#nav-oplog", "#lang-switch", "#user-menu"):
             box = phone.locator(selector).bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (selector, box)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ADMIN_PASSWORD, Console
+from tests.e2e.conftest import ADMIN_PASSWORD, Console, sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -33,12 +33,7 @@ _DRAW = """([id, text]) => {
 
 
 def _sign_in_in_chinese(page: Page, console: Console, path: str) -> None:
-    page.goto(console.url + path)
-    page.wait_for_url(re.compile(r".*/login/?$"))
-    page.fill("#username", "admin")
-    page.fill("#password", ADMIN_PASSWORD)
-    page.click("#login-submit")
-    page.wait_for_url(re.compile(".*" + re.escape(path) + "/?$"))
+    sign_in(page, console.url, "admin", ADMIN_PASSWORD, path)
     page.click("#lang-switch")
     page.get_by_role("option", name="简体中文").click()
     expect(page.locator("#page-title")).to_have_text("新建作业")

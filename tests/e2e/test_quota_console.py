@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ADMIN_PASSWORD, Console
-from tests.e2e.test_governance_console import ALICE_PASSWORD, _api, _choose, _ensure_alice, _sign_in, _sign_out
+from tests.e2e.conftest import ADMIN_PASSWORD, Console, sign_in
+from tests.e2e.test_governance_console import ALICE_PASSWORD, _api, _choose, _ensure_alice, _sign_out
 
 pytestmark = pytest.mark.e2e
 
@@ -67,7 +67,7 @@ def test_quota_holds_the_second_job_until_the_first_ends(page: Page, console: Co
     _make_project(console)
 
     # --- the admin sets the quota: a bad amount is refused under its cell, the rows stay as typed ----------------
-    _sign_in(page, url, "admin", ADMIN_PASSWORD, f"/projects/{PROJECT}")
+    sign_in(page, url, "admin", ADMIN_PASSWORD, f"/projects/{PROJECT}")
     expect(page.locator("#quota-empty")).to_be_visible()
     page.click("#edit-quota")
     dialog = page.locator("#quota-dialog")
@@ -115,7 +115,7 @@ def test_quota_holds_the_second_job_until_the_first_ends(page: Page, console: Co
     _sign_out(page)
 
     # --- alice submits two 1-GPU jobs: the second is held by the quota ---------------------------------------------
-    _sign_in(page, url, "alice", ALICE_PASSWORD, "/jobs")
+    sign_in(page, url, "alice", ALICE_PASSWORD, "/jobs")
     first = _submit(page, url, "quota-first", interactive=True)
     expect(page.locator("#job-phase .phase-badge")).to_have_attribute("data-phase", re.compile("Queued|Running"))
     expect(page.locator("#job-kind")).to_contain_text("Interactive session")

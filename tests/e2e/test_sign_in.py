@@ -15,7 +15,7 @@ import websocket
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.e2e.conftest import ADMIN_PASSWORD, Console
+from tests.e2e.conftest import ADMIN_PASSWORD, Console, sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -50,16 +50,6 @@ def _admin_token(console: Console) -> str:
     return body["access_token"]  # type: ignore[index]
 
 
-def _sign_in(page: Page, console: Console, username: str, password: str, path: str = "/jobs") -> None:
-    page.goto(console.url + path)
-    page.wait_for_url(re.compile(r".*/login/?$"))
-    page.fill("#username", username)
-    page.fill("#password", password)
-    page.click("#login-submit")
-    page.wait_for_url(re.compile(".*" + re.escape(path) + "/?$"))
-    expect(page.locator("#nav-username")).to_have_text(username)
-
-
 def _session_cookie(page: Page) -> dict:
     return next(c for c in page.context.cookies() if c["name"] == "crater_session")
 
@@ -68,7 +58,7 @@ def test_one_sign_in_for_every_tab_and_one_sign_out(browser, console: Console) -
     context = browser.new_context(viewport={"width": 1360, "height": 900}, locale="en-US")
     try:
         first = context.new_page()
-        _sign_in(first, console, "admin", ADMIN_PASSWORD, "/projects")
+        sign_in(first, console.url, "admin", ADMIN_PASSWORD, "/projects")
         cookie = _session_cookie(first)
         assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == "/"
         assert first.evaluate("document.cookie").find("crater_session") == -1, "scripts cannot read it"
@@ -97,7 +87,7 @@ def test_a_user_named_zhang_san_signs_in(page: Page, console: Console) -> None:
     status, _, body = _request(console, "POST", "/api/v1/users", {"username": ZHANG, "password": ZHANG_PASSWORD},
                                {"Authorization": f"Bearer {_admin_token(console)}"})
     assert status in (201, 409), body
-    _sign_in(page, console, ZHANG, ZHANG_PASSWORD, "/jobs")
+    sign_in(page, console.url, ZHANG, ZHANG_PASSWORD, "/jobs")
     page.click("#user-menu")
     page.click("#menu-account")
     page.wait_for_url(re.compile(r".*/account/?$"))
@@ -107,7 +97,7 @@ def test_a_user_named_zhang_san_signs_in(page: Page, console: Console) -> None:
 
 
 def test_other_sites_cannot_act_with_the_cookie(page: Page, console: Console) -> None:
-    _sign_in(page, console, "admin", ADMIN_PASSWORD, "/jobs")
+    sign_in(page, console.url, "admin", ADMIN_PASSWORD, "/jobs")
     cookie = f"crater_session={_session_cookie(page)['value']}"
     job = {"name": "from-elsewhere", "command": ["true"]}
     status, headers, body = _request(console, "POST", "/api/v1/jobs", job, {"Cookie": cookie, "Origin": EVIL})
@@ -154,7 +144,7 @@ def test_an_open_page_lives_through_a_restart(browser, console: Console) -> None
     token = _admin_token(console)
     try:
         page = context.new_page()
-        _sign_in(page, console, "admin", ADMIN_PASSWORD, "/jobs")
+        sign_in(page, console.url, "admin", ADMIN_PASSWORD, "/jobs")
         redis, workers = console.env["REFLEX_REDIS_URL"], console.env["GRANIAN_WORKERS"]  # type: ignore[index]
         visited: list[str] = []
         page.on("framenavigated", lambda frame: visited.append(frame.url))

@@ -1,6 +1,6 @@
-"""Accounts made before migration 0005 (user names were DNS-1123 labels) keep working after it: their key is
-filled in, they sign in by any spelling of their name, their login tokens still work, a new name that folds to
-theirs is refused, and Unicode names can join them (SQLite and PostgreSQL)."""
+"""Accounts made before migration 0005 (user names were DNS-1123 labels) keep working after it: their key and
+skeleton are filled in, they sign in by any spelling of their name, their login tokens still work, a new name that
+folds to theirs or looks like it is refused, and Unicode names can join them (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,9 @@ def test_old_accounts_keep_working(old_accounts):
     admin = identity.authenticate(ctx, sign_in.login(ctx, "admin", USER_PASSWORD).access_token)
     with pytest.raises(Conflict):
         users.create_user(ctx, admin, "Zhang-San", USER_PASSWORD)
+    with pytest.raises(Conflict) as info:  # a Cyrillic а: the old account's skeleton was filled in
+        users.create_user(ctx, admin, "zh\u0430ng-san", USER_PASSWORD)
+    assert (info.value.code, info.value.params["existing"]) == ("account.confusable", "zhang-san")
     assert users.create_user(ctx, admin, "\u5f20\u4e09", USER_PASSWORD).username == "\u5f20\u4e09"
     assert users.ensure_admin(ctx, None) is None, "the existing admin is found by its key"
     assert [u.username for u in users.list_users(ctx, admin)] == ["admin", "zhang-san", "\u5f20\u4e09"]

@@ -12,12 +12,12 @@ from sqlmodel import select
 from crater_app.db.models import Approval, Job, OperationLog, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Forbidden
-from crater_app.services import admission, jobs, projects, quotas
+from crater_app.services import admission, approvals, jobs, notifications, projects, quotas, users
 from crater_app.services.admission import AdmissionRefused
-from crater_app.services.reconcile import LeaderLoop
+from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import counts, drive_until, events, job_row, spec, wait_for
+from tests.helpers import counts, drive_until, events, job_row, signed_in, spec, two_teams, wait_for
 
 pytestmark = pytest.mark.both_databases  # admission locks project rows (FOR UPDATE) and sums usage in SQL
 
@@ -33,16 +33,9 @@ def lab(make_ctx):
     for name in ("alice", "bob"):
         projects.set_member(world.ctx, world.admin, "lab", name, "member")
     quotas.set_quota(world.ctx, world.admin, "lab", {"capability": {GPU: 2}})
-    world.alice = _actor(world, "alice")
-    world.bob = _actor(world, "bob")
+    world.alice = signed_in(world, "alice")
+    world.bob = signed_in(world, "bob")
     return world, fake
-
-
-def _actor(world, name):
-    from crater_app.services import identity
-
-    world.ctx.identities.clear()
-    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def _job(name, gpus, command=None, **fields):
@@ -170,6 +163,18 @@ def test_a_job_above_the_approval_threshold_waits_for_approval_and_is_never_admi
         op = s.exec(select(OperationLog).where(OperationLog.action == "job:create")).one()
     assert (approval.kind, approval.status, approval.requester_id) == ("large_job", "pending", world.alice.user_id)
     assert "held (approval)" in op.details and op.code == "job.created_held"
+    # Its reason is Crater's own, as a code: the approvals table and the deciders' notification read it in their
+    # language.
+    assert (approval.reason_code, approval.reason_args) == (
+        "approval.large_job", {"job": "big", "accelerators": 10, "threshold": 8})
+    assert approval.reason == ("job 'big' asks for 10 accelerators, more than the 8 a job may use without an "
+                               "administrator's approval")
+    [public] = approvals.list_approvals(ctx, world.admin).items
+    assert (public.reason_code, public.reason_args) == (approval.reason_code, approval.reason_args)
+    assert approvals.notices.reason_text("zh-CN", public) == "作业“big”申请 10 个加速器，超过了无需管理员审批即可使用的 8 个"
+    [notice] = notifications.list_notifications(ctx, world.admin).items
+    assert notice.kind == "approval.requested" and notice.message.endswith(approval.reason)
+    assert notifications.text("zh-CN", notice.kind, notice.args).endswith("超过了无需管理员审批即可使用的 8 个")
     for _ in range(5):
         loop.step()
     assert job_row(ctx, big.id).phase == "Held" and fake.status(big.uid) is None
@@ -212,6 +217,21 @@ def test_interactive_sessions_are_limited_per_user(lab):
     drive_until(loop, two.id, "Running")
 
 
+def test_a_session_limit_of_zero_refuses_sessions_at_submission(lab):
+    """A session that could never start is refused with the numbers instead of waiting Held forever."""
+    world, _ = lab
+    ctx = world.ctx
+    users.update_user(ctx, world.admin, "alice", {"max_sessions": 0})
+    before = counts(ctx)
+    with pytest.raises(AdmissionRefused) as info:
+        jobs.submit_job(ctx, world.alice, _job("nb", 0, kind="interactive"))
+    assert (info.value.code, info.value.field, info.value.params, info.value.http_status) == (
+        "admission.no_sessions", "kind", {"limit": 0}, 422)
+    assert "limit is 0" in info.value.message and "0 个会话" in info.value.message_in("zh-CN")
+    assert counts(ctx) == before, "nothing written"
+    assert jobs.submit_job(ctx, world.alice, _job("batch", 0)).phase == "Queued", "batch jobs are not sessions"
+
+
 def test_member_share_holds_one_member_not_the_others(lab):
     world, _ = lab
     ctx = world.ctx
@@ -227,11 +247,7 @@ def test_preemption_reclaims_for_a_project_below_its_deserved_share(make_ctx):
     fake = FakeBackend(gpu_devices(4))
     world = populate(make_ctx(backend=fake))
     ctx, admin = world.ctx, world.admin
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 2}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 2)
     loop = LeaderLoop(ctx)
     # team-b borrows the idle machine with preemptible jobs; the last one asks not to be requeued.
     borrowed = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
@@ -277,11 +293,7 @@ def test_preempted_jobs_end_failed_after_their_last_attempt(make_ctx):
     world = populate(make_ctx(backend=fake))
     ctx, admin = world.ctx, world.admin
     ctx.settings.max_attempts = 1
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
                                             preemptible=True)) for i in range(2)]
@@ -294,15 +306,38 @@ def test_preempted_jobs_end_failed_after_their_last_attempt(make_ctx):
     assert "all 1 attempts" in victim.reason
 
 
-def test_non_preemptible_jobs_are_never_stopped(make_ctx):
+def test_a_job_admitted_but_not_started_is_no_preemption_victim(make_ctx):
+    """Preempting a job that has not run yet would spend one of its attempts without a run (with ``max_attempts``
+    1 it would end Failed having never run): the beneficiary waits until the job runs, and then reclaims it."""
     fake = FakeBackend(gpu_devices(2))
     world = populate(make_ctx(backend=fake))
     ctx, admin = world.ctx, world.admin
+    ctx.settings.max_attempts = 1
     for name, user in (("team-a", "alice"), ("team-b", "bob")):
         projects.create_project(ctx, admin, name)
         projects.set_member(ctx, admin, name, user, "member")
         quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = signed_in(world, "alice"), signed_in(world, "bob")
+    fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
+                                            preemptible=True)) for i in range(2)]
+    assert [j.phase for j in fills] == ["Queued", "Queued"]  # admitted; the backend has not started them yet
+    want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 1}))
+    assert (want.phase, want.reason_code) == ("Held", "fairshare")
+    assert job_row(ctx, want.id).reason_args["reclaimable"] == {GPU: 0}
+    result = admission.admission_round(ctx)
+    assert (result.admitted, result.preempted) == ([], [])
+    assert [(job_row(ctx, j.id).phase, job_row(ctx, j.id).attempt) for j in fills] == [("Queued", 1), ("Queued", 1)]
+    fake.tick()  # they start
+    Reconciler(ctx).sync()
+    result = admission.admission_round(ctx)
+    assert result.admitted == [want.id] and [uid for uid, _ in result.preempted] == [fills[1].uid]
+
+
+def test_non_preemptible_jobs_are_never_stopped(make_ctx):
+    fake = FakeBackend(gpu_devices(2))
+    world = populate(make_ctx(backend=fake))
+    ctx, admin = world.ctx, world.admin
+    alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     hogs = [jobs.submit_job(ctx, bob, spec(f"hog-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1}))
             for i in range(2)]

@@ -1,7 +1,8 @@
 """Admission cannot over-admit under concurrency: 200 concurrent submissions from several replicas (ServiceContexts
 over the same database, each with its own group commit and writer lock) plus the leader loop admitting held jobs
 as others finish, against a project capability of 8 GPUs - on PostgreSQL (row lock) and on SQLite
-(``BEGIN IMMEDIATE``).
+(``BEGIN IMMEDIATE``). And under fair share, where every project's usage is read against the machine's capacity,
+two submissions into different projects cannot both take the machine's last device (the machine-wide lock).
 
 Checked three ways: a monitor samples the admitted GPUs during the run; the final state; and the most GPUs ever
 admitted at once, computed from every job's ``[admitted_at, finished_at)`` interval (a job's room is given to the
@@ -18,8 +19,10 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from crater_app.db.models import Job
+from crater_app.db.queries import admission as admission_queries
 from crater_app.services import identity, jobs, projects, quotas
-from crater_app.services.reconcile import LeaderLoop
+from crater_app.services.admission import admission_round
+from crater_app.services.reconcile import LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
 from tests.helpers import spec, wait_for
@@ -33,8 +36,11 @@ REPLICAS = 4
 
 
 def _admitted_gpus(ctx) -> int:
+    """The GPUs of every admitted job (``Queued``/``Running``, and ``Stopping``: it holds its devices until its
+    last process has exited)."""
     with ctx.session(read_only=True) as s:
-        return s.exec(select(func.coalesce(func.sum(Job.gpus), 0)).where(Job.phase.in_(("Queued", "Running")))).one()
+        return s.exec(select(func.coalesce(func.sum(Job.gpus), 0))
+                      .where(Job.phase.in_(admission_queries.ACTIVE_PHASES))).one()
 
 
 def _max_overlap(rows) -> int:
@@ -112,3 +118,85 @@ def test_concurrent_submissions_from_replicas_never_over_admit(make_ctx, tmp_pat
     peak = _max_overlap(rows)
     assert peak <= CAPABILITY, f"{peak} GPUs were admitted at the same time; the capability is {CAPABILITY}"
     assert peak >= CAPABILITY - 1, "the capability was actually used (jobs ran side by side)"
+
+
+def _two_deserving_projects(make_ctx, tmp_path):
+    """A 1-GPU machine and two projects that each deserve it; two replicas and the members' actors."""
+    fake = FakeBackend(gpu_devices(1))
+    first = make_ctx(backend=fake, data_dir=tmp_path / "r0")
+    world = populate(first)
+    for name, user in (("team-a", "alice"), ("team-b", "bob")):
+        projects.create_project(first, world.admin, name)
+        projects.set_member(first, world.admin, name, user, "member")
+        quotas.set_quota(first, world.admin, name, {"deserved": {GPU: 1}})
+    second = make_ctx(backend=fake, data_dir=tmp_path / "r1")
+    first.identities.clear()
+    alice, bob = (identity.authenticate(first, world.tokens[n]) for n in ("alice", "bob"))
+    return fake, first, second, alice, bob
+
+
+def _interleaved(monkeypatch, *calls) -> None:
+    """Run ``calls`` in threads, each held right after it read the admitted usage until the other has read it too
+    (as a busy machine may interleave two transactions): what the machine-wide lock must make impossible."""
+    barrier = threading.Barrier(len(calls), timeout=2)
+    read_admitted = admission_queries.read_admitted
+
+    def read_then_wait(*args, **kwargs):
+        read_admitted(*args, **kwargs)
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            pass  # the other transaction waits for the lock (or SQLite's writer lock) and cannot read yet
+
+    monkeypatch.setattr(admission_queries, "read_admitted", read_then_wait)
+    threads = [threading.Thread(target=call) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+
+
+def _held(ctx) -> list[Job]:
+    with ctx.session(read_only=True) as s:
+        return list(s.exec(select(Job).where(Job.phase == "Held")).all())
+
+
+def test_fair_share_submissions_into_two_projects_never_take_the_last_device_twice(make_ctx, tmp_path, monkeypatch):
+    """Two replicas submit a job each into two projects at once: one is admitted, the other waits for its share."""
+    _fake, first, second, alice, bob = _two_deserving_projects(make_ctx, tmp_path)
+    phases: dict[str, str] = {}
+
+    def submit(ctx, actor, project):
+        phases[project] = jobs.submit_job(ctx, actor, spec(f"{project}-job", ["sleep", "60"], project=project,
+                                                           resources={GPU: 1})).phase
+
+    _interleaved(monkeypatch, lambda: submit(first, alice, "team-a"), lambda: submit(second, bob, "team-b"))
+    assert sorted(phases.values()) == ["Held", "Queued"], phases
+    assert _admitted_gpus(first) == 1
+    [held] = _held(first)
+    assert held.reason_code == "fairshare", held.reason  # it waits for its deserved share of the machine
+
+
+def test_the_admission_round_and_a_submission_never_take_the_last_device_twice(make_ctx, tmp_path, monkeypatch):
+    """The leader's admission round (a held job of team-a may start: the GPU was just freed) and a submission into
+    team-b on another replica decide at once: one of them gets the GPU. (The new job's priority puts it first in
+    the submission's own decision, so that each transaction, alone, would admit its job.)"""
+    fake, first, second, alice, bob = _two_deserving_projects(make_ctx, tmp_path)
+    running = jobs.submit_job(first, alice, spec("first", ["sleep", "60"], project="team-a", resources={GPU: 1}))
+    waiting = jobs.submit_job(first, alice, spec("second", ["sleep", "60"], project="team-a", resources={GPU: 1}))
+    assert (running.phase, waiting.phase) == ("Queued", "Held")
+    reconciler = Reconciler(first)
+    fake.tick()
+    reconciler.sync()
+    jobs.cancel_job(first, alice, running.id)
+    fake.tick()  # its processes have exited
+    reconciler.sync()
+    assert _admitted_gpus(first) == 0 and [j.id for j in _held(first)] == [waiting.id]
+    outcome: dict[str, object] = {}
+    _interleaved(
+        monkeypatch,
+        lambda: outcome.__setitem__("round", admission_round(first).admitted),
+        lambda: outcome.__setitem__("submitted", jobs.submit_job(second, bob, spec(
+            "b-job", ["sleep", "60"], project="team-b", resources={GPU: 1}, priority=10)).phase))
+    assert (outcome["round"], outcome["submitted"]) in (([waiting.id], "Held"), ([], "Queued")), outcome
+    assert _admitted_gpus(first) == 1

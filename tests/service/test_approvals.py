@@ -1,71 +1,25 @@
-"""services.approvals and services.notifications on the fake backend: each kind's effect, who may ask and decide, the
-auto-approval rule's boundaries, closing orphans (row locks: also on PostgreSQL), notifications."""
+"""services.approvals on the fake backend: each kind's effect, who may ask and decide, the auto-approval rule's
+boundaries (closing orphans: test_approval_orphans.py; notifications: test_notifications.py)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
 from sqlmodel import select
 
-from crater_app.db.models import Approval, Job, Notification, OperationLog, Project, User
+from crater_app.db.models import Approval, Project, User
 from crater_app.db.types import utcnow
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from crater_app.services import approvals, identity, jobs, notifications, projects, quotas, sign_in, users
+from crater_app.services import approvals, jobs, quotas
 from crater_app.services.reconcile import LeaderLoop
-from tests.conftest import USER_PASSWORD
 from tests.helpers import counts, drive_until, events, job_row, spec
+from tests.service.approvals_world import (  # noqa: F401 - gov is a fixture
+    extend, gov, held_large_job, notes_of, oplog_actions, submit,
+)
 
 H = 3600
-
-
-@dataclass
-class Gov:
-    ctx: object
-    admin: object
-    alice: object  # member of proj
-    pat: object  # admin of proj
-    vera: object  # viewer of proj
-    bob: object  # member of other
-    guest: object
-
-
-@pytest.fixture
-def gov(world) -> Gov:
-    ctx, admin = world.ctx, world.admin
-    for name in ("pat", "vera"):
-        users.create_user(ctx, admin, name, USER_PASSWORD)
-        world.tokens[name] = sign_in.login(ctx, name, USER_PASSWORD).access_token
-    projects.create_project(ctx, admin, "proj")
-    projects.create_project(ctx, admin, "other")
-    for project, name, role in (("proj", "alice", "member"), ("proj", "pat", "admin"), ("proj", "vera", "viewer"),
-                                ("other", "bob", "member")):
-        projects.set_member(ctx, admin, project, name, role)
-    who = {name: identity.authenticate(ctx, world.tokens[name]) for name in ("alice", "pat", "vera", "bob")}
-    return Gov(ctx, admin, who["alice"], who["pat"], who["vera"], who["bob"], world.guest)
-
-
-def submit(g: Gov, actor=None, max_runtime="1h", command=None, name="train") -> int:
-    return jobs.submit_job(g.ctx, actor or g.alice, spec(name, command or ["sleep", "30"], project="proj",
-                                                         max_runtime=max_runtime)).id
-
-
-def extend(g: Gov, job_id: int, value, actor=None, reason="the run needs longer"):
-    return approvals.create_request(g.ctx, actor or g.alice, "extend_runtime", reason, job_id=job_id,
-                                    payload={"max_runtime": value})
-
-
-def notes_of(ctx, user_id: int) -> list[Notification]:
-    with ctx.session() as s:
-        return list(s.exec(select(Notification).where(Notification.user_id == user_id).order_by(Notification.id)))
-
-
-def oplog_actions(ctx) -> list[tuple[str, str, str]]:
-    with ctx.session() as s:
-        return [(r.actor, r.action, r.target) for r in s.exec(select(OperationLog).order_by(OperationLog.id))
-                if r.action.startswith("approval:")]
 
 
 # ---- the auto-approval rule ----------------------------------------------------------------------------------
@@ -238,27 +192,6 @@ def test_reclaim_lock(gov):
         approvals.create_request(g.ctx, g.alice, "reclaim_lock", "again", job_id=job_id)
 
 
-def held_large_job(g: Gov, gpus: int = 16) -> tuple[int, int]:
-    """A job as the submission path writes one above the threshold: Held with reason_code 'approval', and its
-    large_job request (without project_id, as that path may leave it)."""
-    with g.ctx.session() as s:
-        job = Job(uid=f"uid-large-{gpus}-{time.monotonic_ns()}", name="big", project_id=_project_id(s, "proj"), user_id=g.alice.user_id, image="local/host",
-                  command=["true"], resources={"nvidia.com/gpu": gpus}, gpus=gpus, phase="Held",
-                  reason=f"waiting for approval: {gpus} accelerators is above the threshold of 8",
-                  reason_code="approval", reason_args={"gpus": gpus, "threshold": 8})
-        s.add(job)
-        s.flush()
-        a = Approval(kind="large_job", requester_id=g.alice.user_id, job_id=job.id, payload={"gpus": gpus},
-                     reason="submitted above the threshold")
-        s.add(a)
-        s.flush()
-        return job.id, a.id
-
-
-def _project_id(s, name: str) -> int:
-    return s.exec(select(Project.id).where(Project.name == name)).one()
-
-
 def test_large_job_approved_goes_on_to_admission(gov):
     g = gov
     job_id, approval_id = held_large_job(g)
@@ -354,113 +287,3 @@ def test_double_decision_is_a_conflict_and_writes_nothing(gov):
             decide(g.ctx, g.admin, req.id)
     assert (counts(g.ctx), len(notes_of(g.ctx, g.alice.user_id))) == before
     assert job_row(g.ctx, req.job_id).reclaim_lock is False
-
-
-# ---- orphans --------------------------------------------------------------------------------------------------
-@pytest.mark.both_databases
-def test_requests_that_lost_their_target_are_closed_by_the_loop(gov):
-    g = gov
-    loop = LeaderLoop(g.ctx)
-    loop.ORPHANS_EVERY_S = 0.0  # every round (the default is once a second)
-    job_id = submit(g)
-    req = extend(g, job_id, "1d")
-    quota = approvals.create_request(g.ctx, g.alice, "quota", "r", project="proj", payload={"capability": {"cpu": 8}})
-    drive_until(loop, job_id, "Running")
-    assert approvals.close_orphans(g.ctx) == 0
-    jobs.cancel_job(g.ctx, g.alice, job_id)
-    drive_until(loop, job_id, "Cancelled")
-    loop.step()
-    closed = approvals.get_approval(g.ctx, g.alice, req.id)
-    assert closed.status == "closed" and "Cancelled" in closed.decision_note and closed.decided_by is None
-    note = notes_of(g.ctx, g.alice.user_id)[-1]
-    assert note.kind == "approval.closed" and note.args["id"] == req.id
-    with pytest.raises(Conflict, match="already closed"):
-        approvals.approve(g.ctx, g.admin, req.id)
-    # An expired project closes its quota requests.
-    with g.ctx.session() as s:
-        p = s.exec(select(Project).where(Project.name == "proj")).one()
-        p.expires_at = utcnow() - timedelta(seconds=1)
-        s.add(p)
-    assert approvals.close_orphans(g.ctx) == 1
-    assert approvals.close_orphans(g.ctx) == 0
-    assert "expired" in approvals.get_approval(g.ctx, g.admin, quota.id).decision_note
-    assert ("system", "approval:close", f"approval#{quota.id}") in oplog_actions(g.ctx)
-
-
-@pytest.mark.both_databases
-def test_deciding_a_request_whose_job_ended_closes_it(gov):
-    g = gov
-    job_id = submit(g)
-    req = approvals.create_request(g.ctx, g.alice, "reclaim_lock", "r", job_id=job_id)
-    with g.ctx.session() as s:  # the job ended between two rounds of the loop
-        job = s.get(Job, job_id)
-        job.phase, job.finished_at = "Succeeded", utcnow()
-        s.add(job)
-    with pytest.raises(Conflict, match="was closed: job train .* is Succeeded"):
-        approvals.approve(g.ctx, g.pat, req.id)
-    assert approvals.get_approval(g.ctx, g.alice, req.id).status == "closed"
-    assert job_row(g.ctx, job_id).reclaim_lock is False
-    # A held large job that was admitted some other way (or cancelled) no longer needs a decision.
-    large_id, approval_id = held_large_job(g)
-    assert job_row(g.ctx, large_id).phase == "Held"
-    with g.ctx.session() as s:
-        job = s.get(Job, large_id)
-        job.phase = "Cancelled"
-        s.add(job)
-    assert approvals.close_orphans(g.ctx) == 1
-    assert approvals.get_approval(g.ctx, g.admin, approval_id).status == "closed"
-
-
-# ---- notifications --------------------------------------------------------------------------------------------
-def test_notifications_list_mark_read_and_count(gov):
-    g = gov
-    ids = []
-    for name in ("a", "b", "c"):
-        req = approvals.create_request(g.ctx, g.alice, "reclaim_lock", "r", job_id=submit(g, name=name))
-        approvals.approve(g.ctx, g.pat, req.id) if name != "b" else approvals.reject(g.ctx, g.pat, req.id, "no")
-        ids.append(req.id)
-    listed = notifications.list_notifications(g.ctx, g.alice)
-    assert listed.unread == 3 and [n.args["id"] for n in listed.items] == ids[::-1]
-    assert [n.kind for n in listed.items] == ["approval.approved", "approval.rejected", "approval.approved"]
-    assert listed.items[1].message == "Your request #%d (Reclaim lock) for job b (#%d) was rejected by pat: no." % (
-        ids[1], approvals.get_approval(g.ctx, g.alice, ids[1]).job_id)
-    in_chinese = notifications.localized(listed, "zh-CN").items[1].message
-    assert in_chinese.startswith("你针对作业 b（#") and in_chinese.endswith("已由 pat 驳回：no。")
-    newest = listed.items[0].id
-    assert notifications.mark_read(g.ctx, g.alice, [newest]) == 1
-    assert notifications.mark_read(g.ctx, g.alice, [newest]) == 0  # already read
-    again = notifications.list_notifications(g.ctx, g.alice)
-    assert again.unread == 2 and again.items[-1].id == newest and again.items[-1].read  # read ones last
-    assert [n.id for n in notifications.list_notifications(g.ctx, g.alice, unread_only=True).items] == [
-        n.id for n in again.items[:2]]
-    # Someone else's ids are not theirs to mark.
-    assert notifications.mark_read(g.ctx, g.bob, [n.id for n in again.items]) == 0
-    assert notifications.unread_count(g.ctx, g.alice) == 2
-    for bad in ("all", [1, "2"], [True], list(range(501))):
-        with pytest.raises(InvalidInput) as err:
-            notifications.mark_read(g.ctx, g.alice, bad)
-        assert err.value.field == "ids"
-    with pytest.raises(InvalidInput):
-        notifications.list_notifications(g.ctx, g.alice, limit=0)
-    assert notifications.mark_read(g.ctx, g.alice) == 2
-    assert notifications.unread_count(g.ctx, g.alice) == 0
-    with g.ctx.session() as s:
-        rows = s.exec(select(OperationLog).where(OperationLog.action == "notification:read")).all()
-        assert [r.actor for r in rows] == ["alice", "alice"]
-    assert notifications.list_notifications(g.ctx, g.bob).items == []
-
-
-def test_new_requests_notify_who_may_decide(gov):
-    g = gov
-    job_req = approvals.create_request(g.ctx, g.alice, "reclaim_lock", "a long run", job_id=submit(g))
-    quota_req = approvals.create_request(g.ctx, g.alice, "quota", "more", project="proj",
-                                         payload={"capability": {"cpu": 8}})
-    told = lambda user_id: [(n.kind, n.args["id"]) for n in notes_of(g.ctx, user_id)]  # noqa: E731
-    assert told(g.admin.user_id) == [("approval.requested", job_req.id), ("approval.requested", quota_req.id)]
-    assert told(g.pat.user_id) == [("approval.requested", job_req.id)]  # quota is a platform decision
-    assert told(g.alice.user_id) == [] and told(g.vera.user_id) == [] and told(g.bob.user_id) == []
-    note = notes_of(g.ctx, g.pat.user_id)[0]
-    assert note.args["by"] == "alice" and "a long run" in note.message
-    # An automatic approval asks nobody.
-    assert extend(g, submit(g, name="short"), "2h").auto is True
-    assert len(told(g.pat.user_id)) == 1

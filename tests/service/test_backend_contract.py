@@ -190,6 +190,21 @@ def test_cancel_running_is_stopping_until_the_process_exits(backend):
     assert backend.inventory()[0].allocations == {}
 
 
+@pytest.mark.parametrize("running", [False, True])
+def test_a_cancel_with_a_code_ends_with_that_code(backend, running):
+    """The reason of a cancel is a catalogue code and its arguments (``job.cancelled_by`` with the user), so that a
+    cancelled job's final reason reads in every language; ``reason`` is its English message."""
+    blocker = workload("sleep 30", gpus=4)
+    w = workload(["sleep", "30"], gpus=1) if running else workload("sleep 30", gpus=1, at=1)
+    backend.create(w if running else blocker)
+    if not running:
+        backend.create(w)
+    until_state(backend, w.uid if running else blocker.uid, {"Running"})
+    backend.cancel(w.uid, "cancelled by alice", code="job.cancelled_by", args={"user": "alice"})
+    st = until_state(backend, w.uid, {"Cancelled"}, timeout=5)
+    assert (st.code, st.args, st.message) == ("job.cancelled_by", {"user": "alice"}, "cancelled by alice")
+
+
 def test_max_runtime(backend):
     w = workload(["sleep", "30"], max_runtime=1)
     backend.create(w)

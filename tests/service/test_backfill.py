@@ -1,26 +1,19 @@
 """Backfill where a job can wait: the local backend's queue (real processes) and Crater's admission (fair share and
-project quotas, on the FakeBackend boundary). A 1-GPU job no longer waits behind a blocked 2-GPU job while a GPU
-sits idle, as long as it cannot delay it; the waiting jobs say what they wait for, behind which job, and when it is
+project quotas, on the FakeBackend boundary). A 1-GPU job starts ahead of a blocked 2-GPU job on an idle GPU, as
+long as it cannot delay it; the waiting jobs say what they wait for, behind which job, and when it is
 expected to start."""
 
 from __future__ import annotations
 
 import pytest
 
-from crater_app.services import admission, identity, jobs, projects, quotas
+from crater_app.services import admission, jobs, projects, quotas
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import drive_until, job_row, spec, wait_for
+from tests.helpers import drive_until, job_row, signed_in, spec, wait_for
 
 GPU = "nvidia.com/gpu"
-
-
-def _actor(world, name):
-    from crater_app.services import users
-
-    world.ctx.identities.clear()
-    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 @pytest.mark.local_backend
@@ -63,7 +56,7 @@ def fair(make_ctx):
         projects.create_project(ctx, admin, name)
         projects.set_member(ctx, admin, name, user, "member")
         quotas.set_quota(ctx, admin, name, {"deserved": {GPU: deserved}})
-    world.alice, world.bob = _actor(world, "alice"), _actor(world, "bob")
+    world.alice, world.bob = signed_in(world, "alice"), signed_in(world, "bob")
     return world, fake
 
 
@@ -110,7 +103,7 @@ def test_admission_backfills_inside_a_project_quota(make_ctx):
     projects.create_project(ctx, admin, "lab")
     projects.set_member(ctx, admin, "lab", "alice", "member")
     quotas.set_quota(ctx, admin, "lab", {"capability": {GPU: 2}})
-    alice = _actor(world, "alice")
+    alice = signed_in(world, "alice")
     loop = LeaderLoop(ctx)
     first = jobs.submit_job(ctx, alice, spec("first", ["sleep", "600"], project="lab", resources={GPU: 1},
                                              max_runtime="30m"))

@@ -236,6 +236,17 @@ def test_grants_prices_and_allowance_are_admin_only_and_logged(shop):
     assert oplog.details_text("zh-CN", logs[3][2], logs[3][3]) == "每位成员的免费额度：0 → 250 点/月"
 
 
+def test_a_grant_that_rounds_to_nothing_writes_nothing(shop):
+    ctx, admin = shop.ctx, shop.world.admin
+    before = counts(ctx)
+    with pytest.raises(InvalidInput) as exc:
+        billing.grant_points(ctx, admin, "alice", 1e-9)
+    assert (exc.value.code, exc.value.field) == ("billing.points_below_step", "points")
+    assert counts(ctx) == before and extra_of(ctx, shop.alice.user_id) == 0
+    granted = billing.grant_points(ctx, admin, "alice", 2.345)
+    assert granted.points == 2.35 and [r.points for r in ledger(ctx, shop.alice.user_id)] == [2.35]
+
+
 def test_set_prices_replaces_the_table(shop):
     ctx, admin = shop.ctx, shop.world.admin
     before = {(p.resource, p.model): p for p in billing.list_prices(ctx, shop.alice)}

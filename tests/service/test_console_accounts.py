@@ -113,7 +113,7 @@ def test_pending_account_message_and_activation(console):
     assert page.signup_error_field == "password" and "differ" in page.signup_error
     run(LoginState, "sign_up", page, {"username": "Bad Name", "password": USER_PASSWORD,
                                       "password_again": USER_PASSWORD})
-    assert page.signup_error_field == "username" and "'U+0020' is not allowed" in page.signup_error
+    assert page.signup_error_field == "username" and "'U+0020' (character 4) is not allowed" in page.signup_error
     run(LoginState, "sign_up", page, {"username": "\u5f20\u4e09", "password": USER_PASSWORD,
                                       "password_again": USER_PASSWORD, "email": "z@example.org"})
     assert page.signup_error == "" and "\u5f20\u4e09" in page.notice

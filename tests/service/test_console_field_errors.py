@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import reflex as rx
 
-from crater_app.services import billing, projects
+from crater_app.services import billing, jobs, projects
 from crater_app.state import base as base_state
 from crater_app.state.approvals import ApprovalsState
 from crater_app.state.field_errors import input_for
@@ -57,6 +57,22 @@ def test_service_field_paths_map_to_the_new_job_forms_inputs(path, name):
     assert input_for(path, NEW_JOB_FIELDS) == name
 
 
+def test_new_job_form_starts_with_the_platforms_defaults_and_an_empty_field_gets_them(console):
+    """The cpu/memory fields start with the settings the API applies too; a field left empty gets the default."""
+    form = page(NewJobState, "alice", console, "http://localhost/jobs/new")
+    run(form, "load")
+    assert (form.default_cpu, form.default_memory) == ("1", "2Gi")
+    console.ctx.settings = console.ctx.settings.model_copy(update={"default_job_cpu": "500m",
+                                                                   "default_job_memory": ""})
+    run(form, "load")
+    assert (form.default_cpu, form.default_memory) == ("500m", "")
+    run(form, "set_gpus", "0")
+    run(form, "submit", {**JOB, "name": "defaults", "cpu": "", "memory": "3Gi"})
+    assert form.field_errors == {} and form.form_error == ""
+    job = next(j for j in jobs.list_jobs(console.ctx, console.alice).items if j.name == "defaults")
+    assert job.resources == {"cpu": "500m", "memory": "3Gi"}
+
+
 def test_new_job_form_errors_sit_beside_their_fields_and_clear_on_change(console):
     form = page(NewJobState, "alice", console, "http://localhost/jobs/new", "zh-CN")
     run(form, "load")
@@ -98,7 +114,7 @@ def test_project_form_and_member_form(console):
     detail = page(ProjectDetailState, "alice", console, "http://localhost/projects/vision", "zh-CN")
     run(detail, "load")
     run(detail, "add_member", {"username": "nosuchuser"})
-    assert detail.field_errors == {"username": "用户“nosuchuser”不存在"} and detail.error == ""
+    assert detail.field_errors == {"username": "用户“nosuchuser”不存在。"} and detail.error == ""
     run(detail, "set_new_member_role", "viewer")  # another field: the user name's error stays
     assert list(detail.field_errors) == ["username"]
     run(detail, "clear_field_error", "username")

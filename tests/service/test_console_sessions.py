@@ -139,8 +139,8 @@ def test_cookie_writes_check_the_origin(world, method, origin, referer, host, al
     credentials = http(ctx, secret, method, origin, referer, host)
     if allowed:
         assert identity.resolve(ctx, credentials).username == "alice"
-    else:
-        refused(ctx, credentials, "auth.origin_refused")
+    else:  # a request that names no origin at all is told so, not that it comes from ''
+        refused(ctx, credentials, "auth.origin_missing" if not origin and not referer else "auth.origin_refused")
 
 
 def test_websocket_always_checks_the_origin_and_bearer_never(world):
@@ -148,7 +148,7 @@ def test_websocket_always_checks_the_origin_and_bearer_never(world):
     secret = session_secret(ctx, "alice")
     assert identity.resolve(ctx, tab(ctx, secret)).username == "alice"
     refused(ctx, tab(ctx, secret, origin=EVIL), "auth.origin_refused")
-    refused(ctx, tab(ctx, secret, origin=""), "auth.origin_refused")
+    refused(ctx, tab(ctx, secret, origin=""), "auth.origin_missing")
     bearer = Credentials(authorization=f"Bearer {world.tokens['bob']}", origin=EVIL, method="POST",
                          cookie=cookie_header(ctx, secret))
     assert identity.resolve(ctx, bearer).username == "bob", "a bearer request is not cookie-authenticated"
@@ -298,6 +298,39 @@ def test_changing_ones_password_ends_the_other_sessions(world):
     with pytest.raises(Unauthenticated):
         sign_in.login(ctx, "alice", USER_PASSWORD)
     assert sign_in.login(ctx, "alice", "new-password-1").access_token
+
+
+@pytest.mark.parametrize(("current", "code"), [
+    (None, "auth.current_password_required"), ("", "auth.current_password_required"),
+    (12345678, "auth.current_password_type"), (["x"], "auth.current_password_type"),
+    ("wrong-password", "auth.current_password_wrong"),
+])
+def test_a_missing_current_password_is_not_a_wrong_one(world, current, code):
+    with pytest.raises(InvalidInput) as info:
+        passwords.change_password(world.ctx, world.alice, current, "new-password-1")
+    assert (info.value.code, info.value.field) == (code, "current_password")
+    assert sign_in.login(world.ctx, "alice", USER_PASSWORD).access_token, "nothing changed"
+
+
+@pytest.mark.parametrize("blank", [" " * 8, "\t" * 8, " \n" * 6, "\u3000" * 8])  # U+3000: the CJK full-width space
+def test_a_password_of_whitespace_only_is_refused_everywhere(world, blank):
+    """Sign-up, an admin's new account, a change and a reset all refuse it, with the rule in the message."""
+    ctx = world.ctx
+    ctx.settings = ctx.settings.model_copy(update={"signup_enabled": True})
+    calls = (
+        ("password", lambda: users.signup(ctx, "eve", blank)),
+        ("password", lambda: users.create_user(ctx, world.admin, "eve", blank)),
+        ("new_password", lambda: passwords.change_password(ctx, world.alice, USER_PASSWORD, blank)),
+        ("new_password", lambda: passwords.reset_password(ctx, world.admin, "bob", blank)),
+    )
+    for field, call in calls:
+        with pytest.raises(InvalidInput) as info:
+            call()
+        assert (info.value.code, info.value.field) == ("auth.password_blank", field)
+        assert "8 to 1024" in info.value.message and "8 到 1024" in info.value.message_in("zh-CN")
+    assert sign_in.login(ctx, "bob", USER_PASSWORD).access_token
+    assert "eve" not in {u.username for u in users.list_users(ctx, world.admin)}
+    assert users.create_user(ctx, world.admin, "eve", "  pass phrase  ").username == "eve", "spaces inside are fine"
 
 
 def test_admin_resets_a_password(world):

@@ -259,6 +259,18 @@ def test_bad_and_impossible_requests_write_nothing(world):
     assert counts(ctx) == before
 
 
+def test_resources_are_stored_and_shown_as_they_are_enforced(world):
+    """" 1 ", "-0" and "1.0" were kept as typed; what is shown is now the canonical quantity the limits use."""
+    ctx = world.ctx
+    job = jobs.submit_job(ctx, world.alice, spec("canon", ["true"], resources={
+        "cpu": " 0.5 ", "memory": "1.0Gi", "nvidia.com/gpu": "1.0", "example.com/fpga": "-0"}))
+    shown = {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1", "example.com/fpga": "0"}
+    assert job.resources == shown and jobs.get_job(ctx, world.alice, job.id).resources == shown
+    assert (job_row(ctx, job.id).cpu_m, job_row(ctx, job.id).memory_bytes, job.gpus) == (500, 2**30, 1)
+    again = jobs.resubmit_job(ctx, world.alice, job.id)
+    assert again.resources == shown
+
+
 def test_resubmit_copies_the_spec(world):
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
     first = jobs.submit_job(ctx, world.alice, spec("again", ["sh", "-c", "echo run"], env={"K": "v"},

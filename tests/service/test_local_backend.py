@@ -1,9 +1,11 @@
-"""Local-backend specifics beyond the shared contract: log tails, working directories, the runner's exit status."""
+"""Local-backend specifics beyond the shared contract: log tails, working directories, the runner's exit status and
+environment, the job's environment."""
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -12,12 +14,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
 from crater_app.cluster.local import runner as local_runner
 from crater_app.cluster.local import LocalBackend
+from crater_app.cluster.local.environment import runner_environment
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import process_gone, wait_for, within, workload
+from tests.helpers import backend_pid, process_gone, wait_for, within, workload
 
 
 @pytest.fixture
@@ -171,7 +175,8 @@ def test_the_runner_keeps_a_job_log_bounded(tmp_path):
 
 
 def test_the_job_gets_its_output_through_the_runner_unchanged(local):
-    payload = "import os,sys; sys.stdout.buffer.write(bytes(range(256)) * 4); sys.stderr.write('to stderr\\n')"
+    payload = ("import os,sys; sys.stdout.buffer.write(bytes(range(256)) * 4); sys.stdout.flush();"
+               " sys.stderr.write('to stderr\\n')")
     w = workload([sys.executable, "-c", payload])
     _run(local, w)
     data = (local.job_dir(w.uid) / "output.log").read_bytes()
@@ -195,9 +200,50 @@ def test_without_isolation_the_job_says_it_runs_as_craters_user(tmp_path):
         w = workload(["sleep", "30"], gpus=1)
         be.create(w)
         st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
-        assert st.code == "local.started_shared_with_devices" and st.args["trust"] == "off"
+        assert st.code == "local.started_shared_devices" and st.args["trust"] == "off"
         assert st.args["uid"] == os.geteuid() and "not isolated" in st.message
         assert be.inventory()[0].isolation == "off"
     finally:
         kill_backend_processes(tmp_path / "data")
         be.close()
+
+
+#: variables that steer the dynamic loader, glibc or Python: a job may set them for its own program
+STEERING = {"LD_PRELOAD": "/nonexistent/hook.so", "LD_LIBRARY_PATH": "/nonexistent/lib", "LD_AUDIT": "/nonexistent/a",
+            "GCONV_PATH": "/nonexistent/gconv", "GLIBC_TUNABLES": "glibc.malloc.check=3", "LOCPATH": "/nonexistent",
+            "PYTHONPATH": "/nonexistent/py", "PYTHONSTARTUP": "/nonexistent/s.py", "PYTHONWARNINGS": "error",
+            "MY_SETTING": "1"}
+
+
+def test_the_runner_gets_none_of_the_jobs_environment(local):
+    """The runner (root where jobs are isolated) runs in isolated mode with a fixed environment; the job's ``env``
+    reaches only the job's program."""
+    w = replace(workload(["sleep", "30"]), env=STEERING)
+    local.create(w)
+    wait_for(lambda: local.status(w.uid).state == "Running", 10, step=local.tick)
+    runner = psutil.Process(backend_pid(local, w.uid))
+    assert runner.cmdline()[1:5] == ["-I", "-S", "-X", "utf8"]
+    assert runner.environ() == runner_environment()
+    assert runner.cwd() == str(local.job_dir(w.uid)), "the runner starts in Crater's folder, not the job's"
+    [job] = wait_for(runner.children, 5, what="the job's process")
+    wait_for(lambda: job.name() == "sleep", 5, what="the job's program started")  # past fork, exec done
+    env = job.environ()
+    assert {k: env.get(k) for k in STEERING} == STEERING
+    assert job.cwd() == str(local.job_dir(w.uid) / "work")
+    assert not [p for p in local.job_dir(w.uid).iterdir() if p.name not in ("work", "output.log")], \
+        "nothing of the environment is left in the job's folder"
+
+
+def test_a_shared_job_inherits_no_credentials_from_crater(local, monkeypatch):
+    """Without isolation too: the job's environment is an allowlist of Crater's."""
+    monkeypatch.setenv("REFLEX_REDIS_URL", "redis://:state-store-pw@127.0.0.1:6379/0")
+    monkeypatch.setenv("HTTPS_PROXY", "http://u:proxy-pw@proxy:3128")
+    monkeypatch.setenv("PGPASSFILE", "/root/.pgpass-pw")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent-pw")
+    w = workload(["env"])
+    _run(local, w)
+    env = dict(line.split("=", 1) for line in local.read_logs(w.uid).splitlines() if "=" in line)
+    assert not [k for k, v in env.items() if "pw" in v], env
+    account = pwd.getpwuid(os.geteuid())
+    assert (env["USER"], env["HOME"]) == (account.pw_name, account.pw_dir), "its account's name and home"
+    assert env["CRATER_JOB_UID"] == w.uid and env["PATH"] == os.environ["PATH"]

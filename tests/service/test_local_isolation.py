@@ -18,6 +18,7 @@ import pytest
 
 from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.accounts import DEFAULT_UID_RANGE, tools_available
+from crater_app.domain.naming import safe_slug
 from tests.conftest import gpu_devices, kill_backend_processes
 from tests.helpers import wait_for, workload
 
@@ -187,3 +188,91 @@ def test_a_full_uid_range_fails_the_job_and_says_why(isolated):
     assert (st.state, st.reason, st.code, st.args) == ("Failed", "StartError", "local.uid_range_full",
                                                        {"min": uid, "max": uid})
     assert "CRATER_LOCAL_UID_MAX" in st.message and be.read_logs(w.uid) == ""
+
+
+def _world_readable_folder(top: Path, name: str) -> Path:
+    folder = top / name
+    folder.mkdir()
+    os.chmod(folder, 0o1777)  # like /tmp: any account may write there, as a job of any user could have
+    return folder
+
+
+def test_a_jobs_pythonpath_never_reaches_the_root_runner(isolated):
+    """A job's ``env: {PYTHONPATH: ...}`` made the root runner (``python -S``) import a module another user had
+    left in a shared folder, as uid 0. The runner now runs in isolated mode with an environment of its own, and
+    the job's variables reach only the job's program."""
+    build, data = isolated
+    planted = _world_readable_folder(data.parent, "planted")
+    proof = planted / "proof"
+    (planted / "json.py").write_text(  # shadows the standard library's json, which the runner imports
+        f"import os\nopen({str(proof)!r}, 'a').write('imported as uid %d\\n' % os.getuid())\n"
+        "import sys\ndel sys.modules['json']\nsys.path.remove(os.path.dirname(__file__))\nfrom json import *\n")
+    os.chmod(planted / "json.py", 0o644)
+    be = build()
+    w = _as("alice", "echo \"$PYTHONPATH\"", PYTHONPATH=str(planted))
+    st = _run(be, w)
+    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert not proof.exists(), proof.read_text()
+    assert be.read_logs(w.uid).strip() == str(planted), "the job itself still gets its PYTHONPATH"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to build the preloaded library")
+def test_a_jobs_ld_preload_acts_only_in_the_job_as_its_account(isolated):
+    """``LD_PRELOAD`` is honoured by the dynamic loader of a root process that is not set-uid: it must load in the
+    job's program (as the job's account, which the job may want) and never in the root runner."""
+    build, data = isolated
+    planted = _world_readable_folder(data.parent, "preload")
+    record = planted / "loaded-by"
+    source = planted / "hook.c"
+    source.write_text(
+        "#include <stdio.h>\n#include <unistd.h>\n"
+        "__attribute__((constructor)) static void hook(void) {\n"
+        f"  FILE *f = fopen(\"{record}\", \"a\"); if (f) {{ fprintf(f, \"%d\\n\", (int)getuid()); fclose(f); }}\n}}\n")
+    library = planted / "hook.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True, capture_output=True)
+    os.chmod(library, 0o755)
+    be = build()
+    w = _as("alice", "id -u", LD_PRELOAD=str(library))
+    st = _run(be, w)
+    assert st.state == "Succeeded", be.read_logs(w.uid)
+    job_uid = be.read_logs(w.uid).split()[-1]
+    loaded_by = record.read_text().split()
+    assert "0" not in loaded_by, "the job's LD_PRELOAD ran in a root process"
+    assert job_uid in loaded_by and job_uid != "0", "it still reaches the job's own processes"
+
+
+def test_credentials_in_craters_environment_never_reach_an_isolated_job(isolated, monkeypatch):
+    """The console's state store password (``REFLEX_REDIS_URL``), a proxy's, a password file: an allowlist, not
+    a blocklist, decides what a job inherits."""
+    for name, value in {"REFLEX_REDIS_URL": "redis://:state-store-pw@127.0.0.1:6379/0",
+                        "REDIS_URL": "redis://:cache-pw@cache:6379/0", "HTTPS_PROXY": "http://u:proxy-pw@proxy:3128",
+                        "PGPASSFILE": "/root/.pgpass-pw", "TZ": "Asia/Shanghai"}.items():
+        monkeypatch.setenv(name, value)
+    build, _ = isolated
+    be = build()
+    w = _as("alice", "env")
+    assert _run(be, w).state == "Succeeded"
+    env = dict(line.split("=", 1) for line in be.read_logs(w.uid).splitlines() if "=" in line)
+    assert not [k for k, v in env.items() if "pw" in v], env
+    assert env["TZ"] == "Asia/Shanghai" and env["HOME"] == str(be.job_dir(w.uid) / "work")
+    assert env["USER"] == env["LOGNAME"] == pwd.getpwnam(env["USER"]).pw_name != "root"
+
+
+def test_an_account_named_by_an_earlier_scheme_keeps_its_name(isolated):
+    """Account names now come from the user name's slug; a user whose account was made under the earlier scheme
+    (``<prefix>elodie-<8 hex>``) keeps it: the allocation in the store is what counts."""
+    build, data = isolated
+    be = build()
+    _ids(be, "bob")  # makes the store and the fixture's prefix known
+    prefix = be.accounts.prefix
+    old_name, uid = f"{prefix}elodie-3f9a1c2b", _free_uid()
+    with be._store.tx() as conn:
+        conn.execute("INSERT INTO accounts (user, account, uid, gid, created_at) VALUES (?, ?, ?, ?, 0)",
+                     ("Élodie", old_name, uid, uid))
+    w = _as("Élodie", "id -un; id -u")
+    st = _run(be, w)
+    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert be.read_logs(w.uid).split() == [old_name, str(uid)]
+    new = _as("Zoé", "id -un")
+    assert _run(be, new).state == "Succeeded"
+    assert be.read_logs(new.uid).split() == [f"{prefix}{safe_slug('Zoé', 32 - len(prefix))}"]

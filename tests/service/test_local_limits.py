@@ -1,17 +1,22 @@
 """Limits the local backend enforces on real processes: memory (a cgroup, else RLIMIT_DATA), CPU quota, process
-count, Stopping while a stopped job's processes exit, cgroups removed after the job and swept after a crash."""
+count, Stopping while a stopped job's processes exit (and how long backfill counts on it), cgroups removed after the
+job, swept after a crash and taken over by a requeued job's next run."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import time
 import uuid
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from crater_app import i18n
 from crater_app.bootstrap import make_backend
 from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.backend import STALE_CGROUP_S
@@ -188,7 +193,7 @@ def test_a_stopping_job_is_finished_by_the_next_leader(backends, tmp_path):
     deaf = _deaf(tmp_path / "ready", gpus=1)
     first.create(deaf)
     wait_for((tmp_path / "ready").exists, 10, step=first.tick, what="the job ignores SIGTERM")
-    first.cancel(deaf.uid, "cancelled by alice")
+    first.cancel(deaf.uid, "cancelled by alice", code="job.cancelled_by", args={"user": "alice"})
     first.close()
     second = backends(cancel_grace_s=0.5)
     second.adopt()
@@ -196,6 +201,7 @@ def test_a_stopping_job_is_finished_by_the_next_leader(backends, tmp_path):
     assert second.inventory()[0].allocations == {0: deaf.uid}
     final = wait_for(lambda: (s := second.status(deaf.uid)) and s.state == "Cancelled" and s, 10, step=second.tick)
     assert (final.exit_code, final.exit_signal, final.message) == (137, 9, "cancelled by alice")
+    assert (final.code, final.args) == ("job.cancelled_by", {"user": "alice"}), "the cancel's code outlives a restart"
     assert second.inventory()[0].allocations == {}
 
 
@@ -302,3 +308,126 @@ def test_the_reported_case_through_the_services(world):
     assert (row.phase, row.exit_code) == ("Failed", 137)
     assert row.reason.startswith("killed: used more than its memory limit of 128 MiB")
     assert events(ctx, job.id)[-1].reason == "OOMKilled"
+
+
+def _put_in(cgroup: cg.JobCgroup, pid: int) -> None:
+    for folder in cgroup.folders:
+        (folder / "cgroup.procs").write_text(str(pid))
+
+
+#: prints the memory limit of the cgroup the job runs in (cgroup v1: the memory hierarchy's line of /proc/self/cgroup)
+_OWN_MEMORY_LIMIT = ("cat /sys/fs/cgroup/memory$(grep -E '^[0-9]+:memory:' /proc/self/cgroup | cut -d: -f3)"
+                     "/memory.limit_in_bytes")
+
+
+@needs_cgroups
+def test_a_requeued_run_starts_after_a_restart_that_found_its_earlier_cgroup(backends):
+    """Crater stopped between a run's exit and the removal of its cgroup, the job was requeued and handed over
+    again, and Crater restarted while it was Pending: the next run failed (``FileExistsError``)."""
+    be = backends(cgroups="on")
+    w = workload("exit 0")
+    assert _finish(be, w).state == "Succeeded"
+    left = cg.create(be.cgroups, w.uid, 0, 0, 0)[0]
+    try:
+        be.create(replace(w, attempt=2))
+        be.close()
+        restarted = backends(cgroups="on")
+        restarted.adopt()
+        st = wait_for(lambda: (s := restarted.status(w.uid)) and s.state in ("Succeeded", "Failed") and s, 15,
+                      step=restarted.tick)
+        assert (st.state, st.attempt) == ("Succeeded", 2), st.message
+    finally:
+        left.kill()
+        left.remove()
+
+
+@needs_cgroups
+def test_a_requeued_run_takes_its_earlier_cgroup_over_with_fresh_limits(backends):
+    """A process of the earlier run is still in the workload's cgroup (it has not died yet): the next run kills
+    it, and runs in a cgroup made again with its own limits (and its own OOM count)."""
+    be = backends(cgroups="on")
+    w = _with(workload(_OWN_MEMORY_LIMIT), memory="64Mi")
+    assert _finish(be, w).state == "Succeeded"
+    assert be.read_logs(w.uid).split() == [str(64 * MiB)]
+    left = cg.create(be.cgroups, w.uid, 32 * MiB, 0, 0)[0]
+    straggler = subprocess.Popen(["sleep", "60"])
+    try:
+        _put_in(left, straggler.pid)
+        st = _finish(be, replace(w, attempt=2))
+        assert (st.state, st.attempt) == ("Succeeded", 2), st.message
+        assert be.read_logs(w.uid).split() == [str(64 * MiB)] * 2, "its own limit, not the one left in the cgroup"
+        assert straggler.wait(timeout=5) == -signal.SIGKILL, "the earlier run's process was killed"
+    finally:
+        straggler.kill()
+        straggler.wait()
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@needs_cgroups
+@pytest.mark.skipif(not (FREEZER / "freezer.state").exists() and not (FREEZER / "cgroup.procs").exists(),
+                    reason="needs the cgroup v1 freezer (a frozen process outlives SIGKILL until it is thawed)")
+def test_a_requeued_run_waits_while_its_earlier_runs_process_cannot_exit(backends, monkeypatch):
+    """A process of the earlier run does not die at once (uninterruptible sleep, here: frozen): the next run waits,
+    Pending with the reason, instead of failing; it starts once the process is gone."""
+    monkeypatch.setattr(cg, "REUSE_WAIT_S", 0.3)
+    be = backends(cgroups="on")
+    w = workload("echo second run")
+    assert _finish(be, w).state == "Succeeded"
+    left = cg.create(be.cgroups, w.uid, 0, 0, 0)[0]
+    freezer = FREEZER / f"crater-test-{uuid.uuid4()}"
+    freezer.mkdir()
+    stuck = subprocess.Popen(["sleep", "60"])
+    try:
+        _put_in(left, stuck.pid)
+        (freezer / "cgroup.procs").write_text(str(stuck.pid))
+        (freezer / "freezer.state").write_text("FROZEN")
+        wait_for(lambda: (freezer / "freezer.state").read_text().strip() == "FROZEN", 5, what="frozen")
+        be.create(replace(w, attempt=2))
+        be.tick()
+        st = be.status(w.uid)
+        assert (st.state, st.code, st.args) == ("Pending", "local.waiting_for_earlier_run", {"processes": 1})
+        assert st.message == "waiting for 1 process of its earlier run to exit before it starts again"
+        assert i18n.render("zh-CN", "event.local.waiting_for_earlier_run", st.args) == (
+            "等待上一次运行遗留的 1 个进程退出后再次启动")
+        be.tick()
+        assert be.status(w.uid).rev == st.rev, "no new status while it keeps waiting"
+        (freezer / "freezer.state").write_text("THAWED")
+        assert stuck.wait(timeout=5) == -signal.SIGKILL
+        final = wait_for(lambda: (s := be.status(w.uid)) and s.state in ("Succeeded", "Failed") and s, 15,
+                         step=be.tick)
+        assert (final.state, final.attempt) == ("Succeeded", 2), final.message
+    finally:
+        (freezer / "freezer.state").write_text("THAWED")
+        stuck.kill()
+        stuck.wait()
+        freezer.rmdir()
+        left.kill()
+        left.remove()
+
+
+@pytest.mark.parametrize("max_runtime", [None, 36000])
+def test_backfill_counts_a_stopping_job_as_ending_within_its_grace(backends, tmp_path, max_runtime):
+    """A stopping job ends at the latest when its grace is over (SIGKILL), whatever its max_runtime: the blocked
+    head's earliest start is then, and a job that would run past it waits, while a shorter one still fills in."""
+    be = backends(cancel_grace_s=60)
+    deaf = _deaf(tmp_path / "ready", gpus=1, max_runtime=max_runtime)
+    be.create(deaf)
+    wait_for((tmp_path / "ready").exists, 10, step=be.tick, what="the job ignores SIGTERM")
+    be.cancel(deaf.uid, "make room")
+    term_sent = time.time()
+    head = workload(["true"], gpus=2, at=1)
+    long = workload(["true"], gpus=1, at=2, max_runtime=3600)
+    short = workload(["true"], gpus=1, at=3, max_runtime=30)
+    for w in (head, long, short):
+        be.create(w)
+    be.tick()
+    waiting = be.status(head.uid)
+    assert waiting.code == "placement.waiting", waiting.message
+    expected = datetime.fromisoformat(waiting.args["expected_at"]).timestamp()
+    assert term_sent + 60 - 5 <= expected <= term_sent + 60 + 5, "SIGTERM + the grace"
+    behind = be.status(long.uid)
+    assert (behind.state, behind.code, behind.args["blocker"]) == ("Pending", "placement.queued", head.uid)
+    assert wait_for(lambda: be.status(short.uid).state == "Succeeded", 10, step=be.tick), "it ends in time"
+    assert be.status(long.uid).state == "Pending" and be.status(deaf.uid).state == "Stopping"

@@ -146,6 +146,14 @@ def test_username_collision_gets_a_suffix_and_never_links_local_account(sso, pro
     assert local.oidc_subject is None, "never linked"
 
 
+def test_a_name_that_looks_like_an_account_gets_a_suffix_too(sso, provider):  # noqa: F811
+    """'аlice' with a Cyrillic а cannot be told from the local 'alice': the new account is 'аlice-2'."""
+    ctx = sso.ctx
+    provider.user.preferred_username = "\u0430lice"
+    url, sealed = oidc_login.start(ctx)
+    assert oidc_login.complete(ctx, sealed, authorize(url)).username == "\u0430lice-2"
+
+
 @pytest.mark.parametrize(("claim", "email", "username"), [
     ("\u5f20\u4e09", "z@example.org", "\u5f20\u4e09"),  # 张三: a name people have, kept
     ("zhang.san@corp.example", "x@example.org", "zhang.san@corp.example"),

@@ -44,6 +44,19 @@ def test_bad_filters(world, kwargs, field):
     assert err.value.field == field
 
 
+@pytest.mark.parametrize(("kwargs", "code", "words"), [
+    ({"actor": "\x00"}, "oplog.filter_text", "without control characters"),
+    ({"target": "a\nb"}, "oplog.filter_text", "without control characters"),
+    ({"action": "\ud800"}, "oplog.filter_text", "without control characters"),
+    ({"actor": "a" * 65}, "oplog.filter_too_long", "65 characters; the limit is 64"),
+])
+def test_filter_refusals_say_what_is_wrong(world, kwargs, code, words):
+    """A NUL was answered 'limited to 64 characters' although it is one character long."""
+    with pytest.raises(InvalidInput) as err:
+        oplog.list_logs(world.ctx, world.admin, **kwargs)
+    assert err.value.code == code and words in err.value.message
+
+
 def test_admin_only(world):
     for who in (world.alice, world.guest):
         with pytest.raises(Forbidden):

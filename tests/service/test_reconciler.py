@@ -120,3 +120,48 @@ def test_cancel_through_the_fake(fake_world):
     jobs.cancel_job(ctx, world.alice, job.id)
     row = drive_until(loop, job.id, "Cancelled")
     assert row.exit_code == 143 and "cancelled by alice" in row.reason
+
+
+def test_long_backend_codes_are_kept_on_the_job_and_its_events():
+    """A backend status code as long as the local backend's longest (``local.started_isolated_with_devices``, 35
+    characters) stays a code, so the job's reason and its event read in the viewer's language."""
+    from datetime import datetime, timezone
+
+    from crater_app.cluster.base import WorkloadStatus
+    from crater_app.services.reconcile import status_reason
+
+    code = "local.started_isolated_with_devices"
+    status = WorkloadStatus(uid="u", state="Running", reason="Started", message="started on node1", exit_code=None,
+                            devices=(0,), started_at=datetime.now(timezone.utc), finished_at=None, rev=1, code=code,
+                            args={"node": "node1", "devices": "0"})
+    assert status_reason(status, {}) == ("started on node1", code, {"node": "node1", "devices": "0"})
+    too_long = WorkloadStatus(**{**status.__dict__, "code": "x." + "y" * 63})
+    assert status_reason(too_long, {})[1:] == ("", {})  # wider than jobs.reason_code: the text alone
+
+
+def test_a_job_whose_create_failed_reaches_the_backend_with_the_periodic_repair(clock, make_ctx):
+    """An admitted job whose hand-over to the backend failed (the backend was unreachable) is not left Queued until
+    the next change of leader: the leader's periodic repair hands it over again once it is REPAIR_GRACE_S old, and
+    a job younger than that is left alone (it may be on its way)."""
+    fake = FakeBackend(gpu_devices(4))
+    world = populate(make_ctx(backend=fake))
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    loop.step()  # leader now; its take-over repair has run
+    real_create = fake.create
+
+    def unreachable(workload):
+        raise RuntimeError("backend unreachable")
+
+    fake.create = unreachable
+    job = jobs.submit_job(ctx, world.alice, spec("lost-create", ["sleep", "60"]))
+    fake.create = real_create
+    assert fake.status(job.uid) is None and job_row(ctx, job.id).phase == "Queued"
+    loop._repair_at = -1e18  # due now, but the job is younger than the grace
+    loop.step()
+    assert fake.status(job.uid) is None, "a job younger than the grace is left alone"
+    clock.advance(seconds=LeaderLoop.REPAIR_GRACE_S + 1)
+    loop._repair_at = -1e18
+    loop.step()
+    assert fake.status(job.uid) is not None
+    assert "Resubmitted" in [e.reason for e in events(ctx, job.id)]
+    drive_until(loop, job.id, "Running")

@@ -7,21 +7,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
+import pytest
+
 from crater_app.cluster.base import WorkloadStatus
-from crater_app.services import identity, jobs, nodes, projects, quotas
-from crater_app.services.reconcile import LeaderLoop, Reconciler
+from crater_app.services import identity, job_reasons, jobs, leases, nodes, projects, quotas, stops
+from crater_app.services.reconcile import LEASE_NAME, LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import drive_until, events, job_row, spec, wait_for
+from tests.helpers import drive_until, events, job_row, signed_in, spec, two_teams, wait_for
 
 GPU = "nvidia.com/gpu"
-
-
-def _actor(world, name):
-    from crater_app.services import users
-
-    world.ctx.identities.clear()
-    return identity.authenticate(world.ctx, world.tokens[name])
 
 
 def _phases(ctx, job_id):
@@ -51,6 +46,7 @@ def test_a_cancelled_job_is_stopping_and_holds_its_devices_and_quota_until_it_ha
     # Once it has stopped: Cancelled, and the held job takes the quota.
     row = drive_until(loop, running.id, "Cancelled")
     assert row.exit_code == 143 and row.exit_signal == 15 and row.reason == "cancelled by alice"
+    assert (row.reason_code, row.reason_args) == ("job.cancelled_by", {"user": "alice"})
     assert _phases(ctx, running.id)[-3:] == ["Running", "Stopping", "Cancelled"]
     assert [e.reason for e in events(ctx, running.id)].count("CancelRequested") == 1
     drive_until(loop, waiting.id, "Running")
@@ -69,6 +65,97 @@ def test_a_job_past_its_deadline_is_stopping_then_failed(make_ctx):
     assert row.phase == "Stopping" and row.devices == [0] and "max_runtime of 60 s exceeded" in row.reason
     row = drive_until(loop, job.id, "Failed")
     assert "max_runtime" in row.reason and events(ctx, job.id)[-1].reason == "DeadlineExceeded"
+
+
+class FlakyCancel:
+    """``backend.cancel`` failing for the uids in ``failing`` (each as many times as given), as a backend that is
+    unreachable for a moment; ``calls`` every uid asked to stop, in order."""
+
+    def __init__(self, backend, failing: dict[str, int]):
+        self.real, self.failing, self.calls = backend.cancel, dict(failing), []
+
+    def __call__(self, uid: str, reason: str, **codes) -> None:
+        self.calls.append(uid)
+        if self.failing.get(uid, 0) > 0:
+            self.failing[uid] -= 1
+            raise RuntimeError("backend unavailable for a moment")
+        self.real(uid, reason, **codes)
+
+
+def _reclaim_world(make_ctx):
+    """Two GPUs held by two preemptible jobs of team-b (which deserves none); team-a deserves both."""
+    fake = FakeBackend(gpu_devices(2))
+    world = populate(make_ctx(backend=fake))
+    ctx, admin = world.ctx, world.admin
+    for name, user, deserved in (("team-a", "alice", 2), ("team-b", "bob", 0)):
+        projects.create_project(ctx, admin, name)
+        projects.set_member(ctx, admin, name, user, "member")
+        if deserved:
+            quotas.set_quota(ctx, admin, name, {"deserved": {GPU: deserved}})
+    alice, bob = signed_in(world, "alice"), signed_in(world, "bob")
+    loop = LeaderLoop(ctx)
+    fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
+                                            preemptible=True)) for i in range(2)]
+    for job in fills:
+        drive_until(loop, job.id, "Running")
+    return fake, ctx, loop, alice, fills
+
+
+def test_a_preemption_whose_stop_fails_is_sent_again_and_the_other_victims_are_stopped(clock, make_ctx):
+    fake, ctx, loop, alice, fills = _reclaim_world(make_ctx)
+    flaky = fake.cancel = FlakyCancel(fake, {fills[1].uid: 1})
+    want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 2}))
+    loop.step()  # the round preempts both: the first stop fails, the second still goes out
+    assert sorted(flaky.calls) == sorted(f.uid for f in fills)
+    assert [job_row(ctx, f.id).phase for f in fills] == ["Stopping", "Stopping"]
+    assert (fake.status(fills[0].uid).state, fake.status(fills[1].uid).state) in (
+        ("Cancelled", "Running"), ("Stopping", "Running"))
+    for _ in range(3):  # not again before stops.RESEND_AFTER_S
+        loop.step()
+    assert flaky.calls.count(fills[1].uid) == 1 and fake.status(fills[1].uid).state == "Running"
+    clock.advance(stops.RESEND_AFTER_S + 1)
+    loop.step()
+    assert flaky.calls.count(fills[1].uid) == 2
+    assert [e.reason for e in events(ctx, fills[1].id)].count("StopResent") == 1
+    assert [e.reason for e in events(ctx, fills[0].id)].count("StopResent") == 0
+    assert drive_until(loop, fills[1].id, "Held").attempt == 2  # requeued for its next attempt
+    drive_until(loop, want.id, "Running")
+
+
+def test_a_cancel_that_does_not_reach_the_backend_is_sent_again_with_a_growing_wait(clock, make_ctx):
+    fake = FakeBackend(gpu_devices(1))
+    world = populate(make_ctx(backend=fake))
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("stop-me", ["sleep", "600"], resources={GPU: 1}))
+    drive_until(loop, job.id, "Running")
+    flaky = fake.cancel = FlakyCancel(fake, {job.uid: 3})
+    assert jobs.cancel_job(ctx, world.alice, job.id).phase == "Stopping"  # the failure is not the caller's error
+    after = stops.RESEND_AFTER_S
+    for wait, calls in ((after - 1, 1), (2, 2), (after, 3), (2 * after - 1, 3), (1, 4)):
+        clock.advance(wait)
+        loop.step()
+        assert len(flaky.calls) == calls, f"after {wait} s more"  # waits: 5 s, then 5 s, then 10 s
+    assert fake.status(job.uid).state in ("Stopping", "Cancelled")
+    assert [e.reason for e in events(ctx, job.id)].count("StopResent") == 1
+    row = drive_until(loop, job.id, "Cancelled")
+    assert row.reason == "cancelled by alice"
+
+
+def test_a_new_leader_sends_every_stop_the_backend_has_not_acted_on_at_once(clock, make_ctx):
+    fake = FakeBackend(gpu_devices(1))
+    world = populate(make_ctx(backend=fake))
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("stop-me", ["sleep", "600"], resources={GPU: 1}))
+    drive_until(loop, job.id, "Running")
+    flaky = fake.cancel = FlakyCancel(fake, {job.uid: 1})
+    jobs.cancel_job(ctx, world.alice, job.id)  # as if the process died before the stop reached the backend
+    assert fake.status(job.uid).state == "Running"
+    leases.release(ctx, LEASE_NAME, loop.holder)  # the old leader hands over
+    clock.advance(0.5)  # well before stops.RESEND_AFTER_S
+    successor = LeaderLoop(ctx)
+    successor.step()  # newly leader: adopt, repair, and the stops not acted on go out without waiting
+    assert flaky.calls == [job.uid, job.uid] and fake.status(job.uid).state in ("Stopping", "Cancelled")
+    drive_until(successor, job.id, "Cancelled")
 
 
 def test_statuses_of_an_earlier_attempt_are_history(make_ctx):
@@ -109,11 +196,7 @@ def test_requeue_and_stopping_end_to_end_on_the_local_backend(make_ctx):
     its second attempt, and runs again under the same uid (same folder: its log goes on) when room appears."""
     world = populate(make_ctx(gpus=2, cancel_grace_s=0.5))
     ctx, admin = world.ctx, world.admin
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: 1}})
-    alice, bob = _actor(world, "alice"), _actor(world, "bob")
+    alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sh", "-c", f"echo run of fill-{i}; sleep 60"],
                                             project="team-b", resources={GPU: 1}, preemptible=True))
@@ -143,3 +226,19 @@ def test_requeue_and_stopping_end_to_end_on_the_local_backend(make_ctx):
     stopping = jobs.cancel_job(ctx, bob, victim.id)
     assert stopping.phase == "Stopping"
     assert drive_until(loop, victim.id, "Cancelled", timeout=15).attempt == 2
+
+
+@pytest.mark.local_backend
+def test_a_cancelled_jobs_final_reason_on_the_local_backend_is_a_code(make_ctx):
+    """The local backend reported a cancelled job's end as English text without a code, so it read in English
+    in the Chinese console."""
+    world = populate(make_ctx(gpus=1, cancel_grace_s=0.5))
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("c", ["sleep", "60"]))
+    drive_until(loop, job.id, "Running", timeout=15)
+    jobs.cancel_job(ctx, world.alice, job.id)
+    row = drive_until(loop, job.id, "Cancelled", timeout=15)
+    assert (row.reason_code, row.reason_args, row.reason) == ("job.cancelled_by", {"user": "alice"},
+                                                              "cancelled by alice")
+    assert job_reasons.reason_text("zh-CN", row.reason_code, row.reason_args, row.reason) == "已被 alice 取消"
+    assert [(e.phase, e.code) for e in events(ctx, job.id)][-1] == ("Cancelled", "job.cancelled_by")

@@ -66,6 +66,7 @@ def test_admin_revokes_any_and_session_tokens_are_not_addressable(world):
     ("", 30, "name"), ("   ", 30, "name"), ("x" * 65, 30, "name"), (None, 30, "name"), (5, 30, "name"),
     ("ok", 0, "expires_in_days"), ("ok", 366, "expires_in_days"), ("ok", True, "expires_in_days"),
     ("ok", 1.5, "expires_in_days"), ("ok", "30", "expires_in_days"), ("ok", None, "expires_in_days"),
+    ("\u202et\n", 30, "name"), ("ci\u2066x", 30, "name"),
 ])
 def test_bad_input_writes_nothing(world, name, days, field):
     before = counts(world.ctx)
@@ -74,6 +75,8 @@ def test_bad_input_writes_nothing(world, name, days, field):
     assert err.value.field == field
     if field == "expires_in_days":
         assert "1 to 365" in err.value.message
+    if name in ("\u202et\n", "ci\u2066x"):  # a bidirectional control: named, with its place
+        assert err.value.code == "name.text_bidi" and "U+20" in err.value.message
     assert counts(world.ctx) == before
 
 

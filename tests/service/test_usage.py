@@ -142,11 +142,25 @@ def test_default_window_is_the_last_30_days(lab):
     ({"until": "2026-11-01T00:00:00"}, "to"),
     ({"since": "2026-11-02T00:00:00Z", "until": "2026-11-01T00:00:00Z"}, "to"),
     ({"since": "2024-01-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "from"),
+    ({"until": "9999-12-31T23:59:59Z"}, "to"),  # the day it ends in would end in the year 10000
+    ({"since": "9999-11-01T00:00:00Z", "until": "9999-12-15T00:00:00Z", "granularity": "month"}, "to"),
 ])
 def test_bad_input_names_the_field(lab, kwargs, field):
     with pytest.raises(InvalidInput) as exc:
         usage.usage(lab.world.ctx, lab.world.admin, **kwargs)
     assert exc.value.field == field
+
+
+def test_windows_at_the_ends_of_the_calendar(lab):
+    """The last representable periods and the first ones read like any other (no overflow, four-digit years)."""
+    ctx, admin = lab.world.ctx, lab.world.admin
+    late = usage.usage(ctx, admin, since="9999-12-01T00:00:00Z", until="9999-12-31T00:00:00Z", now=NOW)
+    assert late.totals.jobs == 0 and late.end == utc(9999, 12, 31)
+    monthly = usage.usage(ctx, admin, since="9999-01-01T00:00:00Z", until="9999-12-01T00:00:00Z",
+                          granularity="month", now=NOW)
+    assert monthly.end == utc(9999, 12, 1)
+    early = usage.usage(ctx, admin, until="0001-01-05T00:00:00Z", now=NOW)  # 30 days before: clamped to year 1
+    assert early.start == utc(1, 1, 1)
 
 
 def test_default_group_by_follows_the_role(lab):

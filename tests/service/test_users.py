@@ -139,6 +139,7 @@ def test_create_user_rules(world):
         ({"username": "system"}, "username"), ({"username": "e" * 65}, "username"),
         ({"password": "short"}, "password"), ({"password": "x" * 1025}, "password"), ({"password": None}, "password"),
         ({"role": "root"}, "role"), ({"display_name": "x" * 129}, "display_name"), ({"email": "not-an-address"}, "email"),
+        ({"display_name": "\u202eevil"}, "display_name"), ({"display_name": "Eve \u2067E.\u2069"}, "display_name"),
     ):
         args = {"username": "eve", "password": USER_PASSWORD, **kwargs}
         with pytest.raises(InvalidInput) as info:
@@ -156,6 +157,48 @@ def test_create_user_rules(world):
     assert rows[("alice", "auth:login", "alice")].code == "auth.token_login"
     assert users.me(ctx, world.alice).username == "alice"
     assert sign_in.login(ctx, "admin", ADMIN_PASSWORD).token_type == "bearer"
+
+
+@pytest.mark.both_databases
+def test_names_whose_key_outgrows_the_column_are_refused_on_both_databases(world):
+    """NFKC writes U+FDFA as 18 letters: 15 of them make a 270-character key, over ``users.username_key`` (256).
+    PostgreSQL failed the insert (a 500) while SQLite stored it; both refuse it now, and nothing is written."""
+    ctx = world.ctx
+    before = len(users.list_users(ctx, world.admin))
+    with pytest.raises(InvalidInput) as info:
+        users.create_user(ctx, world.admin, "\ufdfa" * 15, USER_PASSWORD)
+    assert (info.value.code, info.value.field, info.value.params["length"], info.value.params["max"]) == (
+        "name.username_key_too_long", "username", 270, 256)
+    ctx.settings = ctx.settings.model_copy(update={"signup_enabled": True})
+    with pytest.raises(InvalidInput):
+        users.signup(ctx, "\ufdfa" * 64, USER_PASSWORD)
+    assert len(users.list_users(ctx, world.admin)) == before
+    longest = users.create_user(ctx, world.admin, "\ufdfa" * 14, USER_PASSWORD)  # a 252-character key fits
+    assert users.get_user(ctx, world.admin, "\ufdfa" * 14).username == longest.username
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize("lookalike", ["\u0430lice", "al\u0131ce", "AL\u0130CE", "\u0391LICE", "\u0430l\u0456\u0441\u0435"])
+def test_a_name_that_looks_like_an_account_is_refused(world, lookalike):
+    """аlice (Cyrillic а), alıce (dotless ı), ALİCE (dotted İ), ΑLICE (Greek Α): distinct keys that read as 'alice'."""
+    ctx = world.ctx
+    before = len(users.list_users(ctx, world.admin))
+    with pytest.raises(Conflict) as info:
+        users.create_user(ctx, world.admin, lookalike, USER_PASSWORD)
+    assert (info.value.code, info.value.field, info.value.params) == (
+        "account.confusable", "username", {"username": lookalike, "existing": "alice"})
+    assert "alice" in info.value.message and "alice" in info.value.message_in("zh-CN")
+    assert len(users.list_users(ctx, world.admin)) == before
+
+
+@pytest.mark.both_databases
+def test_names_that_differ_visibly_are_distinct_accounts(world):
+    ctx = world.ctx
+    for name in ("\u00e9lodie", "elodie", "alice2", "\u0430\u043d\u043d\u0430"):  # élodie, elodie, alice2, анна
+        assert users.create_user(ctx, world.admin, name, USER_PASSWORD).username == name
+    with pytest.raises(Conflict) as info:  # анна's look-alike in Latin and Cyrillic mixed: 'aнна' (Latin a)
+        users.create_user(ctx, world.admin, "a\u043d\u043d\u0430", USER_PASSWORD)
+    assert info.value.params["existing"] == "\u0430\u043d\u043d\u0430"
 
 
 @pytest.mark.parametrize("name", ["\u5f20\u4e09", "\u00c9lodie", "_alice", "alice@example.org", "Zhang.San"])

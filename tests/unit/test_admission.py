@@ -66,6 +66,15 @@ def test_over_accelerators_per_job_counts_all_accelerator_names_once():
                             None) is None
 
 
+def test_a_session_limit_of_zero_refuses_every_session():
+    """It used to hold the session forever ("you have 0 sessions; your limit is 0")."""
+    refusal = never_admissible(job(1, kind="interactive"), QUOTAS[1], {}, UserLimits(max_sessions=0), None)
+    assert refusal == Refusal("kind", "admission.no_sessions", {"limit": 0})
+    assert "interactive session" in refusal.sentence and "limit is 0" in refusal.sentence
+    assert never_admissible(job(1), QUOTAS[1], {}, UserLimits(max_sessions=0), None) is None, "batch jobs run"
+    assert never_admissible(job(1, kind="interactive"), QUOTAS[1], {}, UserLimits(max_sessions=1), None) is None
+
+
 def test_over_max_runtime():
     refusal = never_admissible(job(1), QUOTAS[1], {}, UserLimits(max_runtime_s=86400), 2 * 86400 + 3600)
     assert refusal.field == "max_runtime"

@@ -77,6 +77,8 @@ def test_quota_payload_merge_and_consistency():
                                                   "nvidia.com/gpu:NVIDIA H100 80GB HBM3": 2}})
     assert payload == {"capability": {"nvidia.com/gpu": 8, "cpu": "64", "memory": "1Ti",
                                       "nvidia.com/gpu:NVIDIA H100 80GB HBM3": 2}}
+    assert check_quota_payload({"deserved": {"cpu": " 0.5 ", "memory": "1024Mi"}}) == {
+        "deserved": {"cpu": "500m", "memory": "1Gi"}}, "quantities in canonical form"
     current = {"guarantee": {"cpu": "8"}, "deserved": {}, "capability": {"cpu": "16", "memory": "64Gi"}}
     merged = merged_quota(current, payload)  # parsed: millicores, bytes, devices
     assert merged.capability["memory"] == 2**40 and merged.capability["nvidia.com/gpu"] == 8

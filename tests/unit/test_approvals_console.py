@@ -43,6 +43,18 @@ def test_request_arguments():
     assert err.value.field == "job_id"
 
 
+def test_a_reason_crater_wrote_is_read_in_the_consoles_language_and_a_requesters_own_as_written():
+    large = console.approval_row(_approval(
+        kind="large_job", payload={"accelerators": 10, "threshold": 8}, current={"phase": "Held", "gpus": 10},
+        reason="job 'train' asks for 10 accelerators, more than the 8 a job may use without an administrator's "
+               "approval", reason_code="approval.large_job",
+        reason_args={"job": "train", "accelerators": 10, "threshold": 8}))
+    assert console.row_texts("en", large)["reason"] == large["reason"]
+    assert console.row_texts("zh-CN", large)["reason"] == "作业“train”申请 10 个加速器，超过了无需管理员审批即可使用的 8 个"
+    own = console.approval_row(_approval(reason="the run needs longer"))
+    assert console.row_texts("zh-CN", own)["reason"] == "the run needs longer"
+
+
 def _approval(**fields) -> ApprovalPublic:
     base = dict(id=3, kind="extend_runtime", status="pending", requester="alice", project="proj", job_id=9,
                 job_name="train", payload={"max_runtime": 86400}, current={"max_runtime": 3600}, reason="r",

@@ -151,6 +151,23 @@ CASES = {
     "nothing is lent when everything fits": Case(
         free=(0, 1), running=[], queue=[req("a", 1), req("b", 1, minute=1)],
         placed={"a": (0,), "b": (1,)}, codes={}),
+    "a job placed ahead in the same round holds its GPU until its bound: a longer one behind the head waits": Case(
+        free=(0, 1), running=[],
+        queue=[req("a", 1, runtime_min=60), req("head", 2, minute=1), req("long", 1, minute=2, runtime_min=600)],
+        placed={"a": (0,)}, codes={"head": "placement.waiting", "long": "placement.queued"}),
+    "several pending jobs in one round: only those ending by the shadow time pass the head": Case(
+        free=(0, 1, 2, 3), running=[],
+        queue=[req("a", 1, runtime_min=30), req("b", 1, minute=1, runtime_min=60), req("head", 4, minute=2),
+               req("short", 1, minute=3, runtime_min=20), req("long", 1, minute=4, runtime_min=90),
+               req("open", 1, minute=5)],
+        placed={"a": (0,), "b": (1,), "short": (2,)},
+        codes={"head": "placement.waiting", "long": "placement.queued", "open": "placement.queued"}),
+    "an unbounded job placed ahead in the same round leaves the head without an estimate": Case(
+        free=(0, 1, 2), running=[((3,), 30)],
+        queue=[req("open", 1), req("head", 4, minute=1), req("bounded", 1, minute=2, runtime_min=600),
+               req("open-2", 1, minute=3)],
+        placed={"open": (0,), "bounded": (1,)},
+        codes={"head": "placement.waiting_unbounded", "open-2": "placement.queued_unbounded"}),
 }
 
 
@@ -190,6 +207,15 @@ def test_reasons_name_the_head_what_it_waits_for_and_when():
     assert i18n.render("zh-CN", f"event.{code}", args) == "排第 2 位：在作业 head（2 × nvidia.com/gpu）之后，预计 14分钟内启动"
 
 
+def test_the_heads_shadow_time_counts_the_jobs_placed_ahead_of_it_in_the_same_round():
+    case = CASES["several pending jobs in one round: only those ending by the shadow time pass the head"]
+    capacity, running = _node(case)
+    decision = place(case.queue, capacity, running, NOW)
+    assert decision.reasons["head"] == ("placement.waiting", {
+        "request": {GPU: 4}, "free": {GPU: 2}, "expected_at": at(60).isoformat(), "wait": 60 * MIN})
+    assert decision.reasons["long"][1]["expected_at"] == at(60).isoformat()
+
+
 def test_without_a_clock_nothing_is_known_to_end_in_time():
     capacity, running = _node(CASES["a bounded 1-GPU job starts on the idle GPU ahead of a blocked 2-GPU job"])
     decision = place([req("head", 2), req("small", 1, minute=1, runtime_min=10)], capacity, running)
@@ -211,7 +237,7 @@ def test_a_stream_of_short_jobs_never_delays_the_head():
 
 # -- admission: a later job of a project passes its blocked head only when it cannot delay it ----------------------
 
-from crater_app.domain.admission import Demand, ProjectQuota, UserLimits, decide  # noqa: E402
+from crater_app.domain.admission import Demand, ProjectQuota, UserLimits, decide, render  # noqa: E402
 
 A100_KEY, H100_KEY = f"{GPU}:{A100}", f"{GPU}:{H100}"
 
@@ -225,6 +251,15 @@ def demand(key, gpus=1, minute=0.0, project=1, user=10, priority=0, ends_min=Non
 
 FAIR = {1: ProjectQuota(1, "vision", deserved={GPU: 2}), 2: ProjectQuota(2, "speech", deserved={GPU: 1})}
 QUOTA = {1: ProjectQuota(1, "vision", capability={GPU: 2})}
+#: three projects: vision's 2-GPU head borrows (it would take vision above its deserved 2)
+THREE = FAIR | {3: ProjectQuota(3, "nlp", deserved={GPU: 2})}
+#: vision deserves the head it waits for (an entitled head: ``fairshare``); nlp has a guarantee of 2
+ENTITLED = {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2}),
+            3: ProjectQuota(3, "nlp", guarantee={GPU: 2})}
+#: the machine head of a pass: vision's borrowing 2-GPU job, waiting for its own 1-hour job on a 4-GPU machine
+#: where speech holds 2 GPUs without a bound
+ACROSS = [demand("ra", project=1, ends_min=60, admitted=True), demand("rb", 2, project=2, admitted=True),
+          demand("head", 2, 1)]
 
 ADMISSION = {
     # name: (quotas, capacity, demands, admitted keys, {held key: code}, shares)
@@ -262,6 +297,49 @@ ADMISSION = {
          demand("mem", usage={"cpu": 1000, "memory": 40 * GiB}, minute=2),
          demand("cpu", usage={"cpu": 1000, "memory": GiB}, minute=3)],
         ["mem"], {"head": "capacity", "cpu": "queue"}, {}),
+    "across projects: an unbounded job of another borrowing project waits for the machine head": (
+        THREE, {GPU: 4}, ACROSS + [demand("late", 1, 2, project=2)],
+        [], {"head": "capacity", "late": "queue"}, {}),
+    "across projects: a job of another project that ends by the shadow time passes": (
+        THREE, {GPU: 4}, ACROSS + [demand("late", 1, 2, project=2, bound_min=30)],
+        ["late"], {"head": "capacity"}, {}),
+    "across projects: a job within its project's deserved share passes a borrowing head": (
+        THREE, {GPU: 4}, ACROSS + [demand("nlp", 1, 2, project=3)],
+        ["nlp"], {"head": "capacity"}, {}),
+    "across projects: an entitled head holds back even a job within its own deserved share": (
+        {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 4})}, {GPU: 3},
+        [demand("rb", 2, project=2, ends_min=30, admitted=True), demand("head", 3, 1),
+         demand("speech", 1, 2, project=2, user=11)],
+        [], {"head": "fairshare", "speech": "queue"}, {}),
+    "across projects: a job that would reclaim its deserved share waits for an entitled head too": (
+        {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2}),
+         3: ProjectQuota(3, "nlp")}, {GPU: 4},
+        [demand("rn", 3, project=3, ends_min=30, admitted=True), demand("rp", 1, project=3, admitted=True),
+         demand("head", 3, 1), demand("speech", 1, 2, project=2)],
+        [], {"head": "fairshare", "speech": "queue"}, {}),
+    "across projects: what a job takes from its own project's unused guarantee was never the head's": (
+        ENTITLED, {GPU: 4}, [demand("rb", 2, project=2, ends_min=30, admitted=True), demand("head", 2, 1),
+                             demand("guaranteed", 2, 2, project=3)],
+        ["guaranteed"], {"head": "fairshare"}, {}),
+    "across projects: a head the empty machine could not hold is no machine head": (
+        THREE, {GPU: 4}, [demand("rb", 2, project=2, admitted=True), demand("huge", 8, 1), demand("late", 1, 2, project=2)],
+        ["late"], {"huge": "capacity"}, {}),
+    "across projects: a head without an estimate holds nobody back": (
+        THREE, {GPU: 4}, [demand("ra", project=1, admitted=True), demand("rb", 2, project=2, admitted=True),
+                          demand("head", 2, 1), demand("late", 1, 2, project=2)],
+        ["late"], {"head": "capacity"}, {}),
+    "across projects: behind its own head, a job must not delay the machine head either": (
+        {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2},
+                                                                          capability={GPU: 2})},
+        {GPU: 4}, [demand("ra", project=1, ends_min=3, admitted=True), demand("rb", project=2, ends_min=10, admitted=True),
+                   demand("vh", 3, 1), demand("sh", 2, 2, project=2), demand("small", 1, 3, project=2, bound_min=5)],
+        [], {"vh": "fairshare", "sh": "quota", "small": "queue"}, {}),
+    "across projects: behind its own head, a job that ends before both shadow times passes": (
+        {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech", deserved={GPU: 2},
+                                                                          capability={GPU: 2})},
+        {GPU: 4}, [demand("ra", project=1, ends_min=3, admitted=True), demand("rb", project=2, ends_min=10, admitted=True),
+                   demand("vh", 3, 1), demand("sh", 2, 2, project=2), demand("small", 1, 3, project=2, bound_min=2)],
+        ["small"], {"vh": "fairshare", "sh": "quota"}, {}),
     "hard limits stay: a member over its share waits with its own reason": (
         QUOTA, {GPU: 8}, [demand("r", ends_min=14, admitted=True), demand("head", 2, 1),
                           demand("mine", 1, 2, bound_min=10, user=11)],
@@ -292,6 +370,21 @@ def test_admission_reasons_name_the_head_and_its_expected_start():
         "share; a later job starts first only when it cannot delay that one. Expected start within 14m.")
     zh = i18n.render("zh-CN", "hold.queue", {**behind.args, "blocker": i18n.translate("zh-CN", "holdcode.fairshare")})
     assert "在作业 #head（2 × nvidia.com/gpu，因公平份额挂起）之后" in zh
+
+
+def test_a_job_held_for_another_projects_head_names_that_head_and_its_project():
+    quotas, capacity, demands, *_ = ADMISSION[
+        "across projects: an unbounded job of another borrowing project waits for the machine head"]
+    hold = decide(demands, quotas, {}, {}, capacity, now=NOW).hold["late"]
+    assert hold.args | {} == {"project": "speech", "position": 1, "held": 1, "ahead": 1, "blocker": "capacity",
+                              "blocker_id": "head", "blocker_project": "vision", "blocker_request": {GPU: 2},
+                              "expected_at": at(60).isoformat(), "wait": 60 * MIN}
+    assert hold.sentence == (
+        "Position 1 of 1 in the queue of project speech: starting now would delay job #head of project vision "
+        "(2 × nvidia.com/gpu, held by the machine capacity), which has the first claim on the machine; a job starts "
+        "ahead of it only when it cannot delay it. Expected start within 1h.")
+    zh = render("zh-CN", hold.code, hold.args)
+    assert zh.startswith("在项目 speech 的队列中排第 1 位（共 1 个）：现在启动会推迟项目 vision 的作业 #head（2 × nvidia.com/gpu，因集群容量挂起）")
 
 
 def test_admission_backfill_without_a_clock_lends_only_what_the_head_does_not_need():

@@ -133,6 +133,29 @@ def test_validate_grant_and_allowance():
     assert exc.value.field == "member_allowance_points"
 
 
+@pytest.mark.parametrize(("points", "stored"), [
+    (0.01, 0.01), (-0.01, -0.01), (2.345, 2.35), (0.005, 0.01), (12.5, 12.5), (1e9, 1e9),
+])
+def test_grants_are_counted_in_hundredths(points, stored):
+    assert validate_grant(points, "")[0] == stored
+
+
+@pytest.mark.parametrize(("points", "code"), [
+    (0, "billing.points_zero"), (0.0, "billing.points_zero"), (-0.0, "billing.points_zero"),
+    (1e-9, "billing.points_below_step"), (0.004, "billing.points_below_step"), (-0.004, "billing.points_below_step"),
+])
+def test_grants_of_no_points_once_rounded_are_refused_with_the_precision(points, code):
+    """1e-9 points were written and logged as "0 points" although the API refuses 0."""
+    with pytest.raises(InvalidInput) as exc:
+        validate_grant(points, "")
+    assert (exc.value.code, exc.value.field, exc.value.params["step"]) == (code, "points", 0.01)
+    assert "0.01" in exc.value.message and "0.01" in exc.value.message_in("zh-CN")
+
+
+def test_allowances_are_counted_in_hundredths():
+    assert validate_allowance(0.001) == 0.0 and validate_allowance(10.125) == 10.12
+
+
 def test_billing_permissions():
     from crater_app.domain.policy import Actor, can_manage_billing, can_read_balance, can_read_prices
 

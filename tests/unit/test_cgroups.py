@@ -164,6 +164,19 @@ def test_create_v2_one_folder(tmp_path):
     assert (tmp_path / "crater" / "job-2" / "cpu.max").read_text() == "200000 100000"
 
 
+def test_create_over_a_cgroup_that_keeps_its_processes_says_so_and_changes_nothing(tmp_path):
+    """An earlier run's cgroup still lists a process after SIGKILL and the wait (a fake tree's list never empties,
+    as a process in uninterruptible sleep would not): CgroupBusy names them; the cgroup and its limits stay."""
+    _files(tmp_path, V2)
+    support = cg.prepare(cg.detect(tmp_path, "crater", can_write=lambda path: True))
+    cgroup, _ = cg.create(support, "job-3", 0, 2000, 0)
+    (cgroup.folders[0] / "cgroup.procs").write_text("4194305\n")  # above PID_MAX_LIMIT: no such process
+    with pytest.raises(cg.CgroupBusy) as info:
+        cg.create(support, "job-3", 0, 500, 0, wait_s=0.05)
+    assert info.value.pids == [4194305] and info.value.cgroup.folders == cgroup.folders
+    assert (cgroup.folders[0] / "cpu.max").read_text() == "200000 100000"
+
+
 def test_create_refuses_an_unsafe_name(tmp_path):
     _files(tmp_path, V2)
     support = cg.detect(tmp_path, "crater", can_write=lambda path: True)

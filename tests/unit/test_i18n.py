@@ -1,7 +1,8 @@
 """The console's translations: both languages have the same keys, no empty text, and every key the
 console uses exists (``t("key")`` in ``crater_app/ui``, ``msg("key")``/``FormError("key", ...)`` in
 ``crater_app/state``, plus the key families built at run time: phases, roles, statuses, languages, approval kinds
-and states). The codes the services produce are checked in ``tests/unit/test_message_codes.py``."""
+and states), and every key is used by something (``tests/message_sites.py``). The codes the services produce are
+checked in ``tests/unit/test_message_codes.py``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from crater_app.i18n.format import placeholders
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.approvals import KINDS, STATUSES
 from crater_app.domain.policy import PLATFORM_ROLES, PROJECT_ROLES, USER_STATUSES
+from tests.message_sites import Scan, unused_keys
 
 PKG = Path(i18n.__file__).resolve().parent.parent
 LANGS = ("en", "zh-CN")
@@ -71,6 +73,15 @@ def test_every_key_used_by_the_console_exists():
     assert prefixes <= set(families), prefixes - set(families)
     missing = [prefix + member for prefix, members in families.items() for member in members if prefix + member not in en]
     assert missing == []
+
+
+def test_every_key_is_used():
+    """A key nothing writes, renders or builds at run time is a sentence nobody can see (often a stale one)."""
+    scan = Scan()
+    assert unused_keys(scan, _load("en")) == []
+    made_up = {"nosuch.key": "x", "phase.Running": "x", "reason.NoSuchReason": "x", "approval.state.closed": "x",
+               "error.approval.already_decided": "{status:term:approval.state}", "jobs.title": "x"}
+    assert unused_keys(scan, made_up) == ["nosuch.key", "reason.NoSuchReason"]
 
 
 def test_loader_falls_back_to_english():

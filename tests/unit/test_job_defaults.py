@@ -14,11 +14,11 @@ DEFAULTS = {"cpu": "1", "memory": "2Gi"}
 
 @pytest.mark.parametrize(("resources", "expected"), [
     ({}, {"cpu": "1", "memory": "2Gi"}),
-    ({"nvidia.com/gpu": 2}, {"nvidia.com/gpu": 2, "cpu": "1", "memory": "2Gi"}),
+    ({"nvidia.com/gpu": 2}, {"nvidia.com/gpu": "2", "cpu": "1", "memory": "2Gi"}),
     ({"cpu": "4"}, {"cpu": "4", "memory": "2Gi"}),
     ({"memory": "512Mi"}, {"memory": "512Mi", "cpu": "1"}),
     ({"cpu": "250m", "memory": "1Gi"}, {"cpu": "250m", "memory": "1Gi"}),
-    ({"cpu": 0, "memory": "0"}, {"cpu": 0, "memory": "0"}),  # named, even as 0: kept
+    ({"cpu": 0, "memory": "0"}, {"cpu": "0", "memory": "0"}),  # named, even as 0: kept
 ])
 def test_each_missing_resource_gets_its_default(resources, expected):
     spec = validate_spec({"name": "j", "command": ["true"], "resources": resources})
@@ -34,6 +34,7 @@ def test_a_spec_that_names_both_is_returned_as_it_is():
 def test_the_defaults_come_from_the_settings_without_empty_ones():
     assert dict(default_resources("1", "2Gi")) == DEFAULTS
     assert dict(default_resources(" 500m ", "")) == {"cpu": "500m"}
+    assert dict(default_resources("1000m", "2048Mi")) == DEFAULTS, "in canonical form, as a job stores them"
     assert dict(default_resources("", "")) == {}
     assert Settings().default_job_cpu == "1" and Settings().default_job_memory == "2Gi"
 

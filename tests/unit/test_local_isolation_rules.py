@@ -1,51 +1,76 @@
 """cluster.local.accounts and cluster.local.isolation rules that need no root: account names, settings checks,
-the trust model, the environment of an isolated job, and folders made without following links."""
+the trust model, and folders made without following links."""
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from itertools import islice
 
 import pytest
 
 from crater_app.cluster.local.accounts import NAME_MAX, account_names, check_settings
 from crater_app.cluster.local.isolation import make_dirs, trust_model
-from crater_app.cluster.local.processes import job_environment
 from crater_app.domain.errors import InvalidInput
+from crater_app.domain.naming import safe_slug
 
 POSIX_NAME = re.compile(r"[a-z_][a-z0-9_-]*")
 
 
-@pytest.mark.parametrize(("user", "first"), [
-    ("alice", "crater-alice"), ("bob_2", "crater-bob_2"), ("_svc", "crater-_svc"), ("a-b", "crater-a-b"),
-])
-def test_a_portable_user_name_is_the_account_name(user, first):
+@pytest.mark.parametrize(("user", "first"), [("alice", "crater-alice"), ("a-b", "crater-a-b"), ("bob2", "crater-bob2")])
+def test_a_user_name_that_is_its_own_slug_is_the_account_name(user, first):
     assert next(account_names(user)) == first
 
 
-@pytest.mark.parametrize("user", ["张三", "Élodie", "Alice", "a.b@example.org", "x" * 64, "ｚｈａｎｇ", "-lead"])
-def test_other_names_get_a_hash_and_stay_valid(user):
-    names = list(account_names(user))
-    assert len(names) == len(set(names)) >= 3
+@pytest.mark.parametrize("user", ["张三", "Élodie", "Alice", "a.b@example.org", "x" * 64, "ｚｈａｎｇ", "-lead",
+                                  "bob_2", "_svc", "a--b", "2fast"])
+def test_other_names_get_the_slug_hash_and_stay_valid(user):
+    names = list(islice(account_names(user), 3))
+    assert len(names) == len(set(names)) == 3, names
     for name in names:
         assert POSIX_NAME.fullmatch(name) and len(name) <= NAME_MAX and name.startswith("crater-"), name
-    assert re.fullmatch(r"crater-([a-z0-9_-]+-)?[0-9a-f]{8}", names[0]), names[0]
+    assert re.fullmatch(r"crater-[a-z][a-z0-9-]*---[0-9a-f]{8}", names[0]), names[0]
+    assert [len(n.rpartition("---")[2]) for n in names] == [8, 12, 16]
 
 
-def test_names_keep_the_letters_they_can():
-    assert next(account_names("Élodie")).startswith("crater-elodie-")
-    assert next(account_names("a.b@example.org")).startswith("crater-a-b-example-org-")
+@pytest.mark.parametrize("user", ["alice", "张三", "Élodie", "a.b@example.org", "x" * 64, "bob_2"])
+@pytest.mark.parametrize("prefix", ["crater-", "ct-", "p" * 16])
+def test_the_account_name_is_the_prefix_and_the_users_slug(user, prefix):
+    """One slug scheme: the account name is what ``safe_slug`` gives the user name, within the 32 characters."""
+    assert next(account_names(user, prefix)) == prefix + safe_slug(user, NAME_MAX - len(prefix))
+
+
+def test_the_hashes_are_the_slugs_own():
+    slug = safe_slug("Élodie")
+    assert slug.startswith("elodie---")
+    assert next(account_names("Élodie")) == "crater-" + slug, "the same 8 hex digits as the slug everywhere else"
+    assert next(account_names("a.b@example.org")) == "crater-a-b-example-or---" + safe_slug("a.b@example.org")[-8:]
+    assert next(account_names("bob_2")).startswith("crater-bob-2---")
+
+
+def test_a_kept_name_falls_back_to_its_hashed_forms():
+    assert list(islice(account_names("alice"), 4)) == [
+        "crater-alice", "crater-" + safe_slug("alice", 25, always_hash=True),
+        "crater-" + safe_slug("alice", 25, hash_chars=12, always_hash=True),
+        "crater-" + safe_slug("alice", 25, hash_chars=16, always_hash=True),
+    ]
+    assert list(islice(account_names("alice"), 2))[1].startswith("crater-alice---")
+
+
+def test_a_long_prefix_leaves_room_only_for_the_short_hash():
+    names = list(islice(account_names("Élodie", "p" * 16), 2))
+    assert len(names[0]) <= NAME_MAX and names[0].endswith(safe_slug("Élodie")[-8:])
+    assert names[1].endswith("-2"), "no room for a longer hash: the numbered forms come next"
 
 
 def test_two_names_never_share_an_account_name():
-    users = ["alice", "Alice", "ALICE", "alicé", "a.lice", "张三", "张四", "x" * 64, "x" * 63 + "y"]
+    users = ["alice", "Alice", "ALICE", "alicé", "a.lice", "张三", "张四", "x" * 64, "x" * 63 + "y", "bob_2", "bob-2"]
     firsts = [next(account_names(u)) for u in users]
     assert len(set(firsts)) == len(users)
 
 
 def test_account_names_are_stable():
-    assert list(account_names("张三", "ct-")) == list(account_names("张三", "ct-"))
+    assert list(islice(account_names("张三", "ct-"), 50)) == list(islice(account_names("张三", "ct-"), 50))
 
 
 @pytest.mark.parametrize(("uid_range", "prefix", "code", "field"), [
@@ -93,25 +118,6 @@ def test_an_unknown_mode_names_the_allowed_ones():
     assert info.value.message_in("zh-CN") == "CRATER_LOCAL_ISOLATION 的取值为 auto、on 和 off（实际为 'yes'）"
 
 
-BASE = {"PATH": "/usr/bin", "HOME": "/root", "USER": "root", "LANG": "C.UTF-8", "SSH_AUTH_SOCK": "/tmp/agent",
-        "XDG_RUNTIME_DIR": "/run/user/0", "CRATER_SECRET_KEY": "k", "DATABASE_URL": "postgresql://u:p@db/x",
-        "PGPASSWORD": "p", "PWD": "/srv/crater"}
-
-
-def test_an_isolated_job_gets_its_own_identity_and_none_of_craters_session():
-    env = job_environment(BASE, {}, "u1", (), account="crater-alice", home=Path("/data/jobs/u1/work"))
-    assert env["HOME"] == "/data/jobs/u1/work" and env["USER"] == env["LOGNAME"] == "crater-alice"
-    for gone in ("SSH_AUTH_SOCK", "XDG_RUNTIME_DIR", "CRATER_SECRET_KEY", "DATABASE_URL", "PGPASSWORD", "PWD"):
-        assert gone not in env, gone
-    assert env["PATH"] == "/usr/bin" and env["LANG"] == "C.UTF-8"
-
-
-def test_a_shared_job_keeps_the_session_but_not_the_secrets():
-    env = job_environment(BASE, {}, "u1", ())
-    assert env["HOME"] == "/root" and env["SSH_AUTH_SOCK"] == "/tmp/agent"
-    assert "DATABASE_URL" not in env and "CRATER_SECRET_KEY" not in env
-
-
 def test_make_dirs_creates_the_working_folder(tmp_path):
     made = make_dirs(tmp_path, "a/b/./c", None)
     assert made == tmp_path / "a" / "b" / "c" and made.is_dir()
@@ -136,3 +142,16 @@ def test_make_dirs_never_follows_a_planted_link(tmp_path):
     with pytest.raises(OSError):
         make_dirs(work, "sub/inner", None)
     assert list(target.iterdir()) == []
+
+
+@pytest.mark.parametrize("user", ["admin", "张三", "x" * 64])
+def test_after_the_hashed_names_come_numbered_ones_so_other_installs_cannot_use_them_all_up(user):
+    """Every Crater on a host makes ``crater-admin``: once the slug and its hashed forms are taken by accounts of
+    other installs, the numbered forms follow, each a valid, distinct POSIX name."""
+    names = list(islice(account_names(user), 4000))
+    assert len(set(names)) == len(names) == 4000
+    hashed = next(i for i, n in enumerate(names) if n.endswith("-2"))
+    assert 2 <= hashed <= 4, names[:hashed + 1]  # the slug and its hashed forms first
+    assert [n.rpartition("-")[2] for n in names[hashed:hashed + 3]] == ["2", "3", "4"], names[:hashed + 3]
+    for name in names:
+        assert POSIX_NAME.fullmatch(name) and len(name) <= NAME_MAX, name

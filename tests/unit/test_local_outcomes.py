@@ -1,19 +1,16 @@
-"""cluster.local.outcomes: a workload's end as state, reason, code + args and exit status; every code the local
-backend emits or raises is in both catalogues with the same placeholders."""
+"""cluster.local.outcomes: a workload's end as state, reason, code + args and exit status (that every code the local
+backend emits or raises is in both catalogues is checked by tests/unit/test_message_codes.py)."""
 
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from crater_app import i18n
-from crater_app.cluster import local
-from crater_app.cluster.local.outcomes import Limits, enforcement_text, finished, signal_name, started, stopping
+from crater_app.cluster.local.outcomes import (Limits, cancelled, enforcement_text, finished, signal_name, started,
+                                               stopping)
 from crater_app.cluster.local.processes import ExitStatus
-from crater_app.i18n.format import placeholders
 
 MiB = 1024**2
 CGROUP = Limits({"cpu": 1000, "memory": 128 * MiB, "pids": 100},
@@ -37,14 +34,20 @@ RLIMIT = Limits({"memory": 128 * MiB}, {"memory": "RLIMIT_DATA"})
          "exited with code 0"),
         (ExitStatus(1), {"limits": RLIMIT}, "Failed", "Error", "local.exited_memory_rlimit", 1, None,
          "exited with code 1; its memory was limited to 128 MiB by RLIMIT_DATA, so an allocation past that fails"),
-        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "cancelled by alice", "stop_sent": True},
-         "Cancelled", "Cancelled", "", 143, 15, "cancelled by alice"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "cancelled by alice", "stop_sent": True,
+                               "stop_code": "job.cancelled_by", "stop_args": {"user": "alice"}},
+         "Cancelled", "Cancelled", "job.cancelled_by", 143, 15, "cancelled by alice"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_sent": True, "stop_code": "job.cancelled_by",
+                               "stop_args": {"user": "alice"}},
+         "Cancelled", "Cancelled", "job.cancelled_by", 143, 15, "cancelled by alice"),
+        (ExitStatus(143, 15), {"stop_reason": "Cancelled", "stop_text": "make room", "stop_sent": True},
+         "Cancelled", "Cancelled", "local.cancelled_because", 143, 15, "cancelled: make room"),
         (ExitStatus(0), {"stop_reason": "Cancelled", "stop_sent": True}, "Cancelled", "Cancelled", "local.cancelled",
          0, None, "cancelled"),
-        (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True}, "Cancelled", "Cancelled", "", 137,
-         9, "x"),
+        (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True}, "Cancelled", "Cancelled",
+         "local.cancelled_because", 137, 9, "cancelled: x"),
         (None, {"stop_reason": "Cancelled", "stop_text": "x", "stop_sent": True, "runner_signal": 15}, "Cancelled",
-         "Cancelled", "", 143, 15, "x"),
+         "Cancelled", "local.cancelled_because", 143, 15, "cancelled: x"),
         (ExitStatus(143, 15), {"stop_reason": "DeadlineExceeded", "stop_sent": True, "max_runtime_s": 90}, "Failed",
          "DeadlineExceeded", "local.deadline_exceeded", 143, 15, "max_runtime of 1m 30s exceeded"),
         (None, {}, "Failed", "ProcessLost", "local.process_lost", None, None,
@@ -76,10 +79,11 @@ def test_signal_name(number, name):
 
 def test_started_states_the_trust_model_and_the_limits():
     isolated = started("node1", (0, 1), "os-account", "crater-alice", 60514, CGROUP, isolated=True)
-    assert isolated["code"] == "local.started_isolated_with_devices"
+    assert isolated["code"] == "local.started_isolated_devices"
     assert isolated["message"] == (
         "started on node1 with devices 0,1 as OS user crater-alice (uid 60514), isolated from Crater's data and "
-        "other users' jobs; limits: 100 × pids, 1 core, 128 MiB memory (cgroup v1 (cpu, memory, pids))")
+        "other users' jobs (trust model os-account); limits: 100 × pids, 1 core, 128 MiB memory "
+        "(cgroup v1 (cpu, memory, pids))")
     shared = started("node1", (), "not-root", "crater", 1000, RLIMIT, isolated=False)
     assert shared["code"] == "local.started_shared"
     assert "not isolated" in shared["message"] and "trust model not-root" in shared["message"]
@@ -99,38 +103,25 @@ def test_stopping_messages():
     assert stopping("DeadlineExceeded", max_runtime_s=3600)["message"] == "stopping: max_runtime of 1h exceeded"
 
 
+def test_a_cancel_with_a_code_reads_in_chinese_while_stopping_and_once_cancelled():
+    """A cancel reason given as a code keeps it: the Stopping status nests it, the Cancelled one is it."""
+    columns = stopping("Cancelled", "cancelled by bob", code="job.cancelled_by", args={"user": "bob"})
+    assert columns["message"] == "stopping: cancelled by bob"
+    args = json.loads(columns["args"])
+    assert i18n.render("zh-CN", f"event.{columns['code']}", args) == "正在停止：已被 bob 取消"
+    final = finished(ExitStatus(143, 15), stop_reason="Cancelled", stop_text="cancelled by bob",
+                     stop_code="job.cancelled_by", stop_args={"user": "bob"}, stop_sent=True)
+    assert (final.message["code"], json.loads(final.message["args"])) == ("job.cancelled_by", {"user": "bob"})
+    assert i18n.render("zh-CN", "event.job.cancelled_by", {"user": "bob"}) == "已被 bob 取消"
+
+
+def test_a_cancel_without_a_code_still_has_one():
+    assert cancelled("make room")["code"] == "local.cancelled_because"
+    assert i18n.render("zh-CN", "event.local.cancelled_because", {"reason": "x"}) == "已取消：x"
+    assert cancelled("")["code"] == "local.cancelled"
+
+
 def test_limits_round_trip():
     limits = Limits({"memory": 5}, {"memory": "cgroup v2"}, {"version": 2, "folders": ["/x"], "memory": "/x"})
     assert Limits.from_json(limits.to_json()) == limits
     assert Limits.from_json("not json") == Limits() == Limits.from_json(None)
-
-
-def _codes_in_package() -> tuple[set[str], set[str]]:
-    """Every ``local.*`` code the package's sources name: as status codes (``say``/``AccountError``) and as errors
-    (``InvalidInput``)."""
-    events, errors = set(), set()
-    for path in Path(local.__file__).parent.glob("*.py"):
-        source = path.read_text()
-        errors.update(re.findall(r'InvalidInput\(\s*"(local\.[a-z_.]+)"', source))
-        events.update(re.findall(r'(?:say|AccountError)\(\s*"(local\.[a-z_.]+)"', source))
-        events.update(re.findall(r'"(local\.(?:started|stopping)_[a-z_]+)"', source))
-    return events, errors
-
-
-def test_every_code_is_in_both_catalogues_with_the_same_placeholders():
-    events, errors = _codes_in_package()
-    assert {"local.oom_killed", "local.killed_by_signal", "local.started_isolated"} <= events
-    assert {"local.gpus_format", "local.mode", "local.isolation_unavailable"} <= errors
-    keys = [f"event.{c}" for c in events] + [f"event.{c}_with_devices" for c in events if c.startswith("local.started")]
-    keys += [f"error.{c}" for c in errors]
-    en, zh = i18n.messages("en"), i18n.messages("zh-CN")
-    for key in keys:
-        assert key in en and key in zh, key
-        assert placeholders(en[key]) == placeholders(zh[key]), key
-
-
-def test_the_area_catalogues_have_the_same_keys():
-    folder = Path(i18n.__file__).parent / "local"
-    en = json.loads((folder / "en.json").read_text(encoding="utf-8"))
-    zh = json.loads((folder / "zh-CN.json").read_text(encoding="utf-8"))
-    assert set(en) == set(zh)

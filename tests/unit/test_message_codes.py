@@ -1,213 +1,52 @@
 """Every message code Crater can produce has its sentence in both catalogues, with the placeholders its callers pass.
 
-The sources are read statically (``ast``), so that a code nobody has triggered in a test is checked too:
-
-- constructions of :class:`crater_app.domain.errors.CraterError` and its subclasses (``raise InvalidInput(code,
-  field, **args)``): ``error.<code>``;
-- ``event_row(job_id, phase, reason, code, args)`` (``services.job_events``): ``event.<code>`` (a ``JobEvent``
-  built directly is reported; ``event_row`` without a code keeps a backend's own text verbatim);
-- ``oplog.record(..., code=, args=)`` and ``oplog.row(..., code=, args=)``: ``oplog.<code>`` (``details`` as free
-  text is reported);
-- ``notifications.row(user_id, kind, args)``: ``notify.<kind>``;
-- ``part(key, **args)`` (a message nested in another one's arguments, ``crater_app.i18n.format.part``): ``key``.
-
-Each code is a literal of dotted lower-case words (never a sentence, never computed), its keyword arguments are
-literal names (no ``**mapping``), and the English template's placeholders are exactly those names. Both catalogues
-having the same placeholders per key is checked in ``tests/unit/test_i18n.py``. One test per source file, so that
-a failure names the file that still passes sentences.
+The sources are read statically (``tests/message_sites.py`` lists the forms it reads), so that a code nobody has
+triggered in a test is checked too. Both catalogues having the same placeholders per key is checked in
+``tests/unit/test_i18n.py``. One test per source file, so that a failure names the file that still passes sentences.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-import string
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-from crater_app import i18n
+from crater_app.services.reconcile import MAX_CODE_CHARS
 
-PKG = Path(i18n.__file__).resolve().parent.parent
-ROOT = PKG.parent
-CODE = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
-#: call sites that forward a caller's code unchanged (the caller's literal is what the scan checks):
-#: (file, enclosing function)
-FORWARDING = {
-    ("crater_app/services/oplog.py", "record"),
-    ("crater_app/services/oplog.py", "details_text"),
-    ("crater_app/services/job_events.py", "event_row"),
-}
+from tests.message_sites import CODE_ONLY, COVERS, FORWARDING, RULES, Scan, Site, problems
+
+SCAN = Scan()
+SITES = SCAN.sites
 
 
-@dataclass
-class Site:
-    """One place that produces a message: its catalogue key (``None`` when the code is not a literal), the
-    argument names it passes (``None`` when they are not literal names) and where it is."""
+def _scan_of(source: str, rel: str = "crater_app/services/example.py") -> list[str]:
+    """The problems of one made-up module, scanned as if it were ``rel`` in the package."""
+    from tests.message_sites import _module
 
-    where: str
-    key: str | None
-    code: object
-    names: set[str] | None = field(default_factory=set)
-
-
-def _func_name(node: ast.Call) -> tuple[str | None, str]:
-    """(object name or None, attribute or function name) of a call: ``oplog.record`` -> (``oplog``, ``record``)."""
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        owner = func.value.id if isinstance(func.value, ast.Name) else None
-        return owner, func.attr
-    if isinstance(func, ast.Name):
-        return None, func.id
-    return None, ""
-
-
-def _error_classes(trees: dict[str, ast.Module]) -> set[str]:
-    """``CraterError`` and every class that derives from it (by name, through any module)."""
-    found = {"CraterError"}
-    changed = True
-    while changed:
-        changed = False
-        for tree in trees.values():
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ClassDef) and node.name not in found:
-                    bases = {b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
-                             for b in node.bases}
-                    if bases & found:
-                        found.add(node.name)
-                        changed = True
-    return found
-
-
-def _argument(node: ast.Call, index: int, name: str) -> ast.expr | None:
-    for kw in node.keywords:
-        if kw.arg == name:
-            return kw.value
-    return node.args[index] if len(node.args) > index else None
-
-
-def _keywords(node: ast.Call, skip: tuple[str, ...]) -> set[str] | None:
-    """The literal keyword names of a call (``None`` when it spreads a mapping with ``**``)."""
-    if any(kw.arg is None for kw in node.keywords):
-        return None
-    return {kw.arg for kw in node.keywords if kw.arg not in skip}
-
-
-def _dict_names(node: ast.expr | None) -> set[str] | None:
-    """The keys of a literal ``{"a": ..}`` or ``dict(a=..)`` (``set()`` for none; ``None`` when not literal)."""
-    if node is None or (isinstance(node, ast.Constant) and node.value is None):
-        return set()
-    if isinstance(node, ast.Dict):
-        if all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
-            return {k.value for k in node.keys}  # type: ignore[union-attr]
-        return None
-    if isinstance(node, ast.Call) and _func_name(node) == (None, "dict") and not node.args:
-        return _keywords(node, ())
-    return None
-
-
-def _site(where: str, prefix: str, code: ast.expr | None, names: set[str] | None) -> Site | None:
-    if code is None or (isinstance(code, ast.Constant) and code.value in ("", None)):
-        return None  # a row without a code: free text
-    if isinstance(code, ast.Constant) and isinstance(code.value, str):
-        return Site(where, prefix + code.value, code.value, names)
-    return Site(where, None, ast.unparse(code), names)
-
-
-def _enclosing(tree: ast.Module) -> dict[ast.AST, str]:
-    """node -> name of the function it is in."""
-    out: dict[ast.AST, str] = {}
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(fn):
-                out.setdefault(node, fn.name)
-    return out
-
-
-def _sites(rel: str, tree: ast.Module, errors: set[str]) -> list[Site]:
-    out: list[Site] = []
-    inside = _enclosing(tree)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        if (rel, inside.get(node, "")) in FORWARDING:
-            continue
-        owner, name = _func_name(node)
-        where = f"{rel}:{node.lineno}"
-        site = None
-        if name in errors:
-            site = _site(where, "error.", _argument(node, 0, "code"), _keywords(node, ("field", "code")))
-        elif name == "event_row":
-            site = _site(where, "event.", _argument(node, 3, "code"), _dict_names(_argument(node, 4, "args")))
-        elif owner == "oplog" and name in ("record", "row"):
-            offset = 6 if name == "record" else 5
-            site = _site(where, "oplog.", _argument(node, offset, "code"), _dict_names(_argument(node, offset + 1, "args")))
-            details = _argument(node, offset - 1, "details")
-            if site is None and details is not None and not (isinstance(details, ast.Constant) and not details.value):
-                site = Site(where, None, "details as free text: " + ast.unparse(details))
-        elif name == "JobEvent":
-            site = Site(where, None, "a job event built without services.job_events.event_row")
-        elif owner == "notifications" and name == "row":
-            site = _site(where, "notify.", _argument(node, 1, "kind"), _dict_names(_argument(node, 2, "args")))
-        elif name == "part" and (owner in (None, "i18n", "fmt", "format")):
-            site = _site(where, "", _argument(node, 0, "key"), _keywords(node, ("key",)))
-        if site is not None:
-            out.append(site)
-    return out
-
-
-def _scan() -> dict[str, list[Site]]:
-    trees = {}
-    for path in sorted(PKG.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        trees[rel] = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
-    errors = _error_classes(trees)
-    return {rel: sites for rel, tree in trees.items() if (sites := _sites(rel, tree, errors))}
-
-
-SITES = _scan()
-
-
-def _placeholders(template: str) -> set[str]:
-    """The argument names a template uses (``{a:duration}`` -> ``a``; ``{a[b]}`` -> ``a``)."""
-    names = set()
-    for _, name, _, _ in string.Formatter().parse(template):
-        if name:
-            names.add(re.split(r"[.\[]", name, maxsplit=1)[0])
-    return names
-
-
-def problems(sites: list[Site]) -> list[str]:
-    """What is wrong with each site (an empty list when all is well)."""
-    en, zh = i18n.messages("en"), i18n.messages("zh-CN")
-    out = []
-    for site in sites:
-        if site.key is None:
-            out.append(f"{site.where}: the code is not a literal: {site.code}")
-            continue
-        if not CODE.fullmatch(str(site.code)):
-            out.append(f"{site.where}: not a code (dotted lower-case words): {site.code!r}")
-            continue
-        missing = [lang for lang, table in (("en", en), ("zh-CN", zh)) if site.key not in table]
-        if missing:
-            out.append(f"{site.where}: {site.key} is missing in {', '.join(missing)}")
-            continue
-        if site.names is None:
-            out.append(f"{site.where}: {site.key}: the arguments are not literal names")
-            continue
-        wanted = _placeholders(en[site.key])
-        if wanted != site.names:
-            out.append(f"{site.where}: {site.key} uses {sorted(wanted)} but the call passes {sorted(site.names)}")
-    return out
+    return problems(SCAN._sites(_module(rel, ast.parse(source))))
 
 
 def test_the_scan_finds_the_sites():
-    """The scan itself works: it sees errors, events, operation-log rows, notifications and parts."""
+    """The scan itself works: it sees errors, events, operation-log rows, notifications, parts, the local
+    backend's statuses, the admission rules' values and the rules' returned tuples."""
     keys = {s.key for sites in SITES.values() for s in sites if s.key}
     assert sum(len(s) for s in SITES.values()) > 200
     assert {"error.project.not_found", "error.page.out_of_range", "oplog.project.member_set",
-            "notify.approval.approved", "event.approval.runtime_extended", "approval.target.job"} <= keys
+            "notify.approval.approved", "event.approval.runtime_extended", "approval.target.job",
+            "event.local.oom_killed", "event.local.account_tool", "error.admission.over_share", "hold.fairshare",
+            "error.job.never_fits_cpu", "event.placement.queued_unbounded", "hold.preempted_exhausted",
+            "error.job.field_boolean"} <= keys
+    checks = {s.check for sites in SITES.values() for s in sites}
+    assert {CODE_ONLY, COVERS} <= checks
+
+
+def test_every_forwarding_and_rule_entry_is_still_in_the_code():
+    """A FORWARDING or RULES entry whose call or function is gone (renamed, moved) is dead weight that could
+    hide a new site with the same name: each must still match."""
+    assert SCAN.forwarded == set(FORWARDING)
+    functions = {(rel, node.name) for rel, module in SCAN.modules.items() for node in ast.walk(module.tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert set(RULES) <= functions
 
 
 def test_problems_are_named():
@@ -218,6 +57,31 @@ def test_problems_are_named():
     assert problems([Site("x.py:4", "error.page.out_of_range", "page.out_of_range", {"max"})]) == [
         "x.py:4: error.page.out_of_range uses ['max', 'min'] but the call passes ['max']"]
     assert problems([Site("x.py:5", "error.page.out_of_range", "page.out_of_range", {"min", "max"})]) == []
+    assert problems([Site("x.py:6", "hold.queue", "queue", None, CODE_ONLY)]) == []
+    long = "local." + "started_somewhere_with_devices_" * 2
+    assert problems([Site("x.py:8", f"event.{long}", long, set())])[0] == (
+        f"x.py:8: {long} is longer than a job's reason code may be ({MAX_CODE_CHARS})")
+    assert problems([Site("x.py:7", "hold.requeued", "requeued", {"previous"}, COVERS)])[0].startswith(
+        "x.py:7: hold.requeued uses")
+
+
+def test_the_literal_forms_and_what_escapes_them():
+    """Constants, mappings of literals and conditional expressions are read through; a computed code, a spread of
+    arguments and a rule that returns something else than a literal tuple are reported."""
+    assert _scan_of('CODE = "page.out_of_range"\nraise InvalidInput(CODE, None, min=1, max=2)\n') == []
+    assert _scan_of('M = {"a": "page.out_of_range", "b": "no.such"}\nraise InvalidInput(M[k], None, min=1, max=2)\n'
+                    ) == ["crater_app/services/example.py:2: error.no.such is missing in en, zh-CN"]
+    assert _scan_of('raise InvalidInput("page.out_of_range" if x else "no.such", None, min=1, max=2)\n') == [
+        "crater_app/services/example.py:1: error.no.such is missing in en, zh-CN"]
+    assert _scan_of('raise InvalidInput(f"page.{x}", None)\n') == [
+        "crater_app/services/example.py:1: the code is not a literal: f'page.{x}'"]
+    assert _scan_of('oplog.row(a, "x", "t", **details)\n')[0].startswith(
+        "crater_app/services/example.py:1: the code is not a literal: keywords spread from a mapping")
+    assert _scan_of('event_row(1, "Held", "Held", "job.cancelled_by", who)\n') == [
+        "crater_app/services/example.py:1: event.job.cancelled_by: the arguments are not literal names"]
+    rule = "def never_fits(req):\n    return problem\n"
+    assert _scan_of(rule, "crater_app/domain/placement.py")[0].startswith(
+        "crater_app/domain/placement.py:2: the code is not a literal: a rule's return is not a literal tuple")
 
 
 @pytest.mark.parametrize("path", sorted(SITES))

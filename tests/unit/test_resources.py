@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.resources import MAX_RESOURCE_NAMES, ResourceList, format_bytes, parse_resources
+from kubernetes.utils import parse_quantity
+
+from crater_app.domain.resources import (
+    MAX_RESOURCE_NAMES, ResourceList, canonical_quantity, format_bytes, parse_resources,
+)
 
 
 @pytest.mark.parametrize(
@@ -112,3 +116,25 @@ def test_format_bytes():
     assert format_bytes(512) == "512 B"
     assert format_bytes(4 * 1024**3) == "4.0 GiB"
     assert format_bytes(1536 * 1024) == "1.5 MiB"
+
+
+# What `kubectl` shows for each (k8s.io/apimachinery resource.Quantity's canonical form).
+@pytest.mark.parametrize(("raw", "canonical"), [
+    (" 1 ", "1"), ("1.0", "1"), ("-0", "0"), ("0", "0"), ("+2", "2"), ("1.", "1"), (2, "2"), (1.0, "1"),
+    ("0.5", "500m"), (".5", "500m"), (2.5, "2500m"), ("0.001", "1m"), ("100m", "100m"), ("1500m", "1500m"),
+    ("1000", "1k"), ("1500", "1500"), ("2.5k", "2500"), ("1000000", "1M"), ("1E", "1E"),
+    ("1073741824", "1073741824"),  # plain bytes are decimal: no power of ten to take out
+    ("2Gi", "2Gi"), ("1.5Gi", "1536Mi"), ("1024Mi", "1Gi"), ("1025Ki", "1025Ki"), ("8Ei", "8Ei"),
+    ("0.5Ki", "512"),  # under 1024 a binary quantity is written in decimal
+    ("1e3", "1e3"), ("1E3", "1e3"), ("12e-1", "1200e-3"), ("1.5e3", "1500"),
+])
+def test_canonical_quantities(raw, canonical):
+    assert canonical_quantity(raw) == canonical
+    assert parse_quantity(canonical) == parse_quantity(str(raw).strip()), "the same amount"
+    assert canonical_quantity(canonical) == canonical, "canonical text is its own canonical form"
+
+
+def test_canonical_quantity_refuses_what_is_no_quantity():
+    for raw in ("1_000", "inf", "1 Gi", "١"):
+        with pytest.raises(ValueError):
+            canonical_quantity(raw)

@@ -14,6 +14,7 @@ from crater_app.domain.usage import (
     JobRun,
     Window,
     model_key,
+    periods,
     rollup,
     split,
     window_of,
@@ -135,6 +136,32 @@ def test_window_defaults_and_limits():
     with pytest.raises(InvalidInput) as exc:
         window_of(None, None, "week", now)
     assert exc.value.field == "granularity"
+
+
+@pytest.mark.parametrize(("start", "end", "granularity", "latest"), [
+    (None, utc(9999, 12, 31, 23, 59, 59), "day", "9999-12-31T00:00:00+00:00"),
+    (utc(9999, 12, 30), utc(9999, 12, 31, 0, 0, 1), "day", "9999-12-31T00:00:00+00:00"),
+    (utc(9999, 11, 1), utc(9999, 12, 31), "month", "9999-12-01T00:00:00+00:00"),
+    (None, utc(9999, 12, 1, 0, 0, 1), "month", "9999-12-01T00:00:00+00:00"),
+])
+def test_windows_whose_last_period_ends_after_year_9999_are_refused(start, end, granularity, latest):
+    with pytest.raises(InvalidInput) as exc:
+        window_of(start, end, granularity, utc(2026, 11, 30))
+    assert (exc.value.code, exc.value.field, exc.value.params["latest"]) == ("usage.window_out_of_range", "to", latest)
+    assert "9999" in exc.value.message and "9999" in exc.value.message_in("zh-CN")
+
+
+@pytest.mark.parametrize(("start", "end", "granularity", "first", "last"), [
+    (utc(9999, 12, 1), utc(9999, 12, 31), "day", "9999-12-01", "9999-12-30"),
+    (utc(9999, 1, 1), utc(9999, 12, 1), "month", "9999-01", "9999-11"),
+    (None, utc(1, 1, 5), "day", "0001-01-01", "0001-01-04"),  # the default start is clamped to the year 1
+    (utc(1, 1, 1), utc(1, 3, 1), "month", "0001-01", "0001-02"),
+])
+def test_windows_at_the_ends_of_the_calendar(start, end, granularity, first, last):
+    window = window_of(start, end, granularity, utc(2026, 11, 30))
+    labels = periods(window)[1]
+    assert (labels[0], labels[-1]) == (first, last)
+    assert rollup([run(start=window.start, end=window.end, gpus=1)], window, "user", now=utc(2026, 11, 30)).rows
 
 
 def test_rollup_refuses_unknown_group_by():

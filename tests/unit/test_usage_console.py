@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pytest
+
 from crater_app.schemas import BalancePublic, BillingPricePublic, ProjectBalancePublic, UsagePublic, UsageRowPublic
 from crater_app.state.usage import (
     MAX_SERIES,
     balance_rows,
     chart_series,
+    fmt_hours,
     fmt_points,
     parse_price_rows,
     price_rows,
@@ -72,3 +75,17 @@ def test_parse_price_rows_drops_blank_rows_and_keeps_bad_numbers_for_the_service
     assert parse_price_rows(rows) == [{"resource": "cpu", "model": "", "points_per_hour": 0.5},
                                       {"resource": "memory", "model": "", "points_per_hour": "a lot"},
                                       {"resource": "memory", "model": "", "points_per_hour": "inf"}]
+
+
+@pytest.mark.parametrize(("hours", "shown"), [
+    (0.0, "0.0"), (0.035, "0.035"), (0.0351, "0.035"), (0.0012, "0.0012"), (0.5, "0.5"), (0.96, "0.96"),
+    (0.995, "1.0"), (1.0, "1.0"), (7.04, "7.0"), (1234.56, "1,234.6"),
+])
+def test_small_totals_keep_two_significant_digits(hours, shown):
+    """A 2-minute job on one GPU (0.035 accelerator-hours) read 0.0 in the totals while the chart showed 0.035."""
+    assert fmt_hours(hours) == shown
+
+
+def test_the_chart_keeps_small_amounts_too():
+    r = report([row("vision", "2026-11-01", 0.00042)], [row("vision", "total", 0.00042)])
+    assert chart_series(r, "others")[1] == [{"name": "vision", "y": [0.00042]}]

@@ -7,10 +7,18 @@ configured range, no login shell (``nologin``), no home folder (``/nonexistent``
 backend's store (table ``accounts`` in ``local/backend.db``), so a user keeps the same uid for good, and two jobs
 of one user share an account while two users never do.
 
-Names: ``<prefix><slug>`` (``crater-alice``), where the slug is the user name when it is already a portable POSIX
-name (lower-case ASCII letters, digits, ``_``, ``-``); any other name (``张三``, ``Élodie``, ``a.b@example.org``)
-gets the ASCII letters it has plus a hash of the whole name (``crater-elodie-3f9a1c2b``), so that two names never
-share an account. Limit: 32 characters (``useradd``, as ``LOGIN_NAME_MAX`` on Linux).
+Names: ``<prefix><slug>``, where the slug is the user name's DNS slug (:func:`crater_app.domain.naming.safe_slug`,
+kubespawner's scheme, the one every Crater name derived from a user name uses) cut to fit 32 characters with the
+prefix (``useradd``'s limit, as ``LOGIN_NAME_MAX`` on Linux). A slug is lower-case ASCII letters, digits and
+``-`` and starts with a letter, so with a prefix that is a POSIX name start the account name is a portable POSIX
+user name (``[a-z_][a-z0-9_-]*``). A user name that is its own slug keeps it (``alice`` -> ``crater-alice``); any
+other gets the letters it can keep plus ``---`` and 8 hex digits of the name's SHA-256 (``Élodie`` ->
+``crater-elodie---<hash>``, ``张三`` -> ``crater-x---<hash>``, ``bob_2`` -> ``crater-bob-2---<hash>``), so two
+names never share an account. When a name is taken by an account that is not this Crater's for that user, the next
+candidates are the same scheme's hashed form and then longer hashes (12, 16 digits) where they fit.
+
+Accounts made before this scheme (``crater-elodie-3f9a1c2b``, ``crater-bob_2``) keep their names: the allocation in
+the store is looked up first, and only users without one get a name from this scheme.
 
 Default uid range 60514-61183: the span systemd leaves free between ``systemd-homed`` users (60001-60513) and
 ``DynamicUser=`` services (61184-65519), above Debian's regular users (``UID_MAX`` 60000); systemd's
@@ -27,10 +35,11 @@ import shutil
 import sqlite3
 import subprocess
 import time
-import unicodedata
 from dataclasses import dataclass
+from typing import Iterator
 
 from crater_app.domain.errors import InvalidInput
+from crater_app.domain.naming import SLUG_HASH_CHARS, safe_slug
 
 DEFAULT_UID_RANGE = (60514, 61183)
 DEFAULT_PREFIX = "crater-"
@@ -39,8 +48,11 @@ PREFIX_MAX = 16
 #: the lowest uid Crater accepts for job accounts: below it are the system's own accounts (Debian: 0-999)
 UID_FLOOR = 1000
 UID_CEILING = 2**31 - 2
-_PORTABLE = re.compile(r"[a-z0-9_][a-z0-9_-]*")
 _PREFIX = re.compile(r"[a-z_][a-z0-9_-]*")
+#: hex digits of the hash in the further name candidates (the first hashed one has the slug's own 8)
+_LONGER_HASHES = (12, 16)
+#: the highest number :func:`account_names` appends (the default uid range holds 670 accounts)
+MAX_NUMBERED = 100_000
 #: exit codes of groupadd/useradd (shadow-utils manual pages)
 _UID_TAKEN, _NAME_TAKEN, _BUSY = 4, 9, 10
 _LOCK_RETRIES = 8
@@ -85,18 +97,24 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def account_names(user: str, prefix: str = DEFAULT_PREFIX):
-    """The names to try for ``user``'s account, best first (see the module docstring): the plain name when the user
-    name is portable, then names with ever longer hashes (for when one is taken by an unrelated account)."""
-    ascii_name = unicodedata.normalize("NFKD", user).encode("ascii", "ignore").decode().lower()
-    slug = re.sub(r"[^a-z0-9_-]+", "-", ascii_name).strip("-")
-    digest = _digest(user)
-    if _PORTABLE.fullmatch(user) and len(prefix) + len(user) <= NAME_MAX:
-        yield prefix + user
-    for size in (8, 12, 16):
-        room = NAME_MAX - len(prefix) - size - 1
-        stem = slug[:room].rstrip("-")
-        yield f"{prefix}{stem}-{digest[:size]}" if stem else f"{prefix}{digest[:size]}"
+def account_names(user: str, prefix: str = DEFAULT_PREFIX) -> Iterator[str]:
+    """The names to try for ``user``'s account, best first (see the module docstring): ``prefix`` + the user name's
+    slug, then the slug's hashed form (when the name kept itself) and longer hashes, for when one is taken by an
+    unrelated account (another Crater on the same host makes ``crater-admin`` too), then the slug numbered ``-2``,
+    ``-3``, ... up to :data:`MAX_NUMBERED` (more than any uid range holds). Each is at most :data:`NAME_MAX`
+    characters."""
+    room = NAME_MAX - len(prefix)
+    first = safe_slug(user, room)
+    yield prefix + first
+    for size in (SLUG_HASH_CHARS, *_LONGER_HASHES):
+        if room < size + 5:  # safe_slug's own minimum: a separator, the hash and two letters
+            break
+        name = prefix + safe_slug(user, room, hash_chars=size, always_hash=True)
+        if name != prefix + first:
+            yield name
+    for number in range(2, MAX_NUMBERED + 1):
+        tail = f"-{number}"
+        yield prefix + safe_slug(user, room - len(tail)) + tail
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import re
 import signal
 import sqlite3
@@ -22,15 +21,14 @@ from typing import Callable
 
 from crater_app.cluster.base import Device, NodeInventory, Workload, WorkloadStatus
 from crater_app.cluster.local import cgroups as cg
-from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, AccountError, Accounts, tools_available
+from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, Accounts, tools_available
 from crater_app.cluster.local.inventory import discover, host_capacity
-from crater_app.cluster.local.isolation import (ISOLATED, check_mode, harden_data_dir, open_log, prepare_job_folder,
-                                                trust_model)
-from crater_app.cluster.local.outcomes import (STOP_CANCELLED, STOP_DEADLINE, Limits, finished, say, started,
-                                               stopping, text)
+from crater_app.cluster.local.isolation import ISOLATED, check_mode, harden_data_dir, trust_model
+from crater_app.cluster.local.launch import Launcher, StartFailed, own_account
+from crater_app.cluster.local.outcomes import (STOP_CANCELLED, STOP_DEADLINE, Limits, cancelled, finished, say,
+                                               started, stopping)
 from crater_app.cluster.local.placement import Placer
-from crater_app.cluster.local.processes import (alive, job_environment, kill_leftovers, kill_tree, log_tail,
-                                                read_exit, runner_argv, signal_group, spawn)
+from crater_app.cluster.local.processes import alive, kill_leftovers, kill_tree, log_tail, read_exit, signal_group
 from crater_app.cluster.local.store import CANCELLED, FINAL, HOLDING, PENDING, RUNNING, STOPPING, Store
 from crater_app.domain.batching import GroupCommit
 from crater_app.domain.errors import InvalidInput
@@ -96,12 +94,13 @@ class LocalBackend:
         self.node_name, self.cpu_m, self.memory_bytes = host_capacity()
         self.cancel_grace_s = cancel_grace_s
         self.clock = clock
-        self._own_account = (_account_name(euid), euid)
+        self._launcher = Launcher(self.trust, self.accounts, self.cgroups, pids_max, own_account(euid))
         self._children: dict[str, subprocess.Popen] = {}
-        self._left_cgroups: dict[str, cg.JobCgroup] = {}  # finished workloads whose cgroups are not gone yet
+        self._left_cgroups: dict[str, cg.JobCgroup] = {}  # cgroups of earlier runs not gone yet (removed by tick)
         self._creates = GroupCommit()
         self._store = Store(self.data_dir / "local" / "backend.db")
-        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock)
+        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock,
+                              stop_grace_s=cancel_grace_s)
         self._harden()
 
     # -- for tests and tools that reach into the store ------------------------------------------
@@ -184,19 +183,23 @@ class LocalBackend:
                 " reason = excluded.reason, message = excluded.message, code = excluded.code, args = excluded.args,"
                 " attempt = excluded.attempt, rev = excluded.rev, exit_code = NULL, exit_signal = NULL,"
                 " devices = '[]', pid = NULL, pid_start = NULL, started_at = NULL, finished_at = NULL,"
-                " stop_reason = NULL, stop_message = NULL, term_sent_at = NULL, limits = '{}'"
+                " stop_reason = NULL, stop_message = NULL, stop_code = NULL, stop_args = NULL, term_sent_at = NULL,"
+                " limits = '{}'"
                 f" WHERE workloads.attempt < excluded.attempt AND workloads.state IN ({final})",
                 [(*row, rev + i, *FINAL) for i, row in enumerate(rows)],
             )
         return [None] * len(rows)
 
-    def cancel(self, uid: str, reason: str) -> None:
+    def cancel(self, uid: str, reason: str, *, code: str = "", args: dict | None = None) -> None:
         """Cancel: a pending workload ends at once; a running one is ``Stopping`` (SIGTERM to its process group,
-        SIGKILL after the grace) until its last process has exited. A stopping one is left to finish.
+        SIGKILL after the grace) until its last process has exited. A stopping one is left to finish. The final
+        status carries ``code``/``args`` (``event.<code>``, e.g. ``job.cancelled_by`` with the ``user``) and
+        ``reason`` as its English message; without a code, ``local.cancelled_because`` with ``reason``.
 
         Raises:
             KeyError: unknown ``uid``.
         """
+        args = dict(args or {})
         with self._store.tx() as conn:
             row = conn.execute("SELECT state, pid, term_sent_at FROM workloads WHERE uid = ?", (uid,)).fetchone()
             if row is None:
@@ -204,10 +207,12 @@ class LocalBackend:
             state, pid, term_sent = row
             now = self.clock()
             if state == PENDING:
-                self._store.update(conn, uid, state=CANCELLED, reason="Cancelled", finished_at=now, **text(reason))
+                self._store.update(conn, uid, state=CANCELLED, reason="Cancelled", finished_at=now,
+                                   **cancelled(reason, code, args))
             elif state == RUNNING and term_sent is None:
                 self._store.update(conn, uid, state=STOPPING, reason="CancelRequested", stop_reason=STOP_CANCELLED,
-                                   stop_message=reason, term_sent_at=now, **stopping(STOP_CANCELLED, reason))
+                                   stop_message=reason, stop_code=code, stop_args=json.dumps(args), term_sent_at=now,
+                                   **stopping(STOP_CANCELLED, reason, code=code, args=args))
                 signal_group(pid, signal.SIGTERM)
 
     def extend(self, uid: str, max_runtime_s: int) -> None:
@@ -252,13 +257,19 @@ class LocalBackend:
 
     def adopt(self) -> None:
         """Re-adopt workloads left running (or stopping) by an earlier web process (same pid and start time), or
-        finish them (``ProcessLost`` unless ``exit_code`` was written); remove the cgroups of finished workloads a
-        crash left behind; set the data folder's modes again (isolation)."""
+        finish them (``ProcessLost`` unless ``exit_code`` was written); remove the cgroups a crash left behind (of
+        finished workloads, and earlier runs' of pending ones); set the data folder's modes again (isolation)."""
         self._harden()
         rows = self._store.read(f"SELECT uid, pid, pid_start FROM workloads WHERE {_IN_HOLDING}", HOLDING)
         for uid, pid, pid_start in rows:
             if uid not in self._children and not alive(pid, pid_start):
                 self._finish_if_exited(uid, adopted=True)
+        self._sweep_cgroups()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _sweep_cgroups(self) -> None:
+        """Hand the leftover cgroups of finished workloads, and of pending ones (an earlier run's, of a requeued
+        job), to the next tick for removal; remove unknown ones that are empty and old."""
         names = list(cg.leftovers(self.cgroups))
         known: set[str] = set()
         for i in range(0, len(names), 500):
@@ -267,7 +278,7 @@ class LocalBackend:
                                      chunk)
             for uid, state in found:
                 known.add(uid)
-                if state in FINAL and uid not in self._left_cgroups:
+                if (state in FINAL or state == PENDING) and uid not in self._left_cgroups:
                     self._left_cgroups[uid] = cg.of_workload(self.cgroups, uid)  # removed by the next tick
         for name in set(names) - known:
             # Not ours (another Crater on this machine, or a workload whose row was lost): removed only when empty and
@@ -276,7 +287,6 @@ class LocalBackend:
             if not cgroup.pids() and cgroup.age_s(self.clock()) > STALE_CGROUP_S:
                 cgroup.remove()
 
-    # -- internals -----------------------------------------------------------------------------
     def _harden(self) -> None:
         if self.trust == ISOLATED:
             harden_data_dir(self.data_dir, self.jobs_dir, self.data_dir / "local")
@@ -293,15 +303,16 @@ class LocalBackend:
             cgroup.kill()  # what is left of the job, wherever in its tree it was
         with self._store.tx() as conn:
             row = conn.execute(
-                "SELECT state, stop_reason, stop_message, term_sent_at, max_runtime_s FROM workloads WHERE uid = ?",
-                (uid,),
+                "SELECT state, stop_reason, stop_message, stop_code, stop_args, term_sent_at, max_runtime_s"
+                " FROM workloads WHERE uid = ?", (uid,),
             ).fetchone()
             if row is None or row[0] not in HOLDING:
                 return
-            _, stop_reason, stop_message, term_sent, max_runtime = row
+            _, stop_reason, stop_message, stop_code, stop_args, term_sent, max_runtime = row
             child = self._children.get(uid)
             runner_signal = -child.returncode if child is not None and (child.returncode or 0) < 0 else None
             outcome = finished(exit_status, stop_reason=stop_reason, stop_text=stop_message or "",
+                               stop_code=stop_code or "", stop_args=_json_dict(stop_args),
                                stop_sent=term_sent is not None, runner_signal=runner_signal, max_runtime_s=max_runtime,
                                oom_kills=cgroup.oom_kills() if cgroup is not None else 0, limits=limits,
                                adopted=adopted)
@@ -337,79 +348,42 @@ class LocalBackend:
                 if cgroup is not None:
                     cgroup.kill()
 
-    def _limits(self, uid: str, cpu_m: int, memory_bytes: int) -> tuple[Limits, cg.JobCgroup | None, int | None]:
-        """Create the workload's cgroups (when there are any): ``(its limits, the cgroups, RLIMIT_DATA or None)``."""
-        amounts: dict[str, int] = {}
-        by: dict[str, str] = {}
-        cgroup = None
-        if self.cgroups.version is not None:
-            cgroup, applied = cg.create(self.cgroups, uid, memory_bytes, cpu_m, self.pids_max)
-            for resource, amount in applied.items():
-                amounts[resource], by[resource] = amount, self.cgroups.mechanism(resource)
-        rlimit = None
-        if memory_bytes > 0 and "memory" not in amounts:
-            rlimit = amounts["memory"] = memory_bytes
-            by["memory"] = "RLIMIT_DATA"
-        order = ("cpu", "memory", "pids")
-        return (Limits({k: amounts[k] for k in order if k in amounts}, {k: by[k] for k in order if k in by},
-                       None if cgroup is None else cgroup.to_json()), cgroup, rlimit)
-
-    def _fail_start(self, conn: sqlite3.Connection, uid: str, message: dict[str, str]) -> None:
-        self._store.update(conn, uid, state="Failed", reason="StartError", finished_at=self.clock(), **message)
-
-    def _start(self, conn: sqlite3.Connection, uid: str, devices: tuple[int, ...]) -> None:
-        spec_text, cpu_m, memory_bytes = conn.execute(
-            "SELECT spec, cpu_m, memory_bytes FROM workloads WHERE uid = ?", (uid,)).fetchone()
-        spec = json.loads(spec_text)
-        folder = self.job_dir(uid)
+    def _start(self, conn: sqlite3.Connection, uid: str, devices: tuple[int, ...]) -> bool:
+        """Start placed workload ``uid`` on ``devices`` (:class:`~crater_app.cluster.local.launch.Launcher`);
+        ``False`` when it stays pending for a later round: its earlier run's processes are still exiting."""
+        spec_text, cpu_m, memory_bytes, code = conn.execute(
+            "SELECT spec, cpu_m, memory_bytes, code FROM workloads WHERE uid = ?", (uid,)).fetchone()
+        # An earlier run's cgroups (same uid) are made again by this start; a tick must no longer remove them.
+        self._left_cgroups.pop(uid, None)
         # Whatever goes wrong here fails this workload only. Raising would roll back the whole placement round -
         # after the workloads placed before this one were already started, so that the next round would start
         # them again (duplicates), and no workload would ever be placed again while this one stays pending.
-        cgroup = None
         try:
-            account, owner = self._own_account, None
-            if self.trust == ISOLATED:
-                made = self.accounts.for_user(conn, spec["user"])
-                account, owner = (made.name, made.uid), (made.uid, made.gid)
-            cwd = prepare_job_folder(folder, spec.get("working_dir"), owner)
-            (folder / "exit_code").unlink(missing_ok=True)  # an earlier attempt's
-            left = self._left_cgroups.pop(uid, None)  # an earlier attempt's cgroups (same uid): gone before this
-            if left is not None:                      # run joins them, or the next tick would kill this run
-                left.kill()
-                left.remove()
-            try:
-                limits, cgroup, rlimit = self._limits(uid, cpu_m, memory_bytes)
-            except OSError as exc:
-                return self._fail_start(conn, uid, say("local.cgroup_error", error=_error_text(exc)))
-            env = job_environment(dict(os.environ), spec.get("env") or {}, uid, devices,
-                                  account=account[0] if owner else None, home=folder / "work")
-            argv = runner_argv(folder, cwd, spec["command"], cgroup.folders if cgroup else (), owner, rlimit)
-            log = open_log(folder)
-            try:
-                proc, pid_start = spawn(argv, cwd, env, log)
-            finally:
-                os.close(log)
-        except AccountError as exc:
-            return self._fail_start(conn, uid, say(exc.code, **exc.args_))
-        except Exception as exc:  # noqa: BLE001 - e.g. OSError (mkdir, exec), ValueError (text no process can take)
-            if cgroup is not None:
-                cgroup.remove()
-            return self._fail_start(conn, uid, say("local.start_error", error=_error_text(exc)))
-        self._children[uid] = proc
-        message = started(self.node_name, devices, self.trust, account[0], account[1], limits, owner is not None)
+            run = self._launcher.launch(conn, self.job_dir(uid), uid, json.loads(spec_text), cpu_m, memory_bytes,
+                                        devices)
+        except cg.CgroupBusy as exc:
+            self._left_cgroups[uid] = exc.cgroup  # each tick tries again to empty it
+            if code != "local.waiting_for_earlier_run":
+                self._store.update(conn, uid, reason="Queued",
+                                   **say("local.waiting_for_earlier_run", processes=len(exc.pids)))
+            return False
+        except StartFailed as exc:
+            self._store.update(conn, uid, state="Failed", reason="StartError", finished_at=self.clock(),
+                               **say(exc.code, **exc.args_))
+            return True
+        self._children[uid] = run.proc
+        message = started(self.node_name, devices, self.trust, run.account, run.account_uid, run.limits,
+                          run.isolated)
         self._store.update(conn, uid, state=RUNNING, reason="Started", devices=json.dumps(list(devices)),
-                           pid=proc.pid, pid_start=pid_start, started_at=self.clock(), limits=limits.to_json(),
-                           **message)
+                           pid=run.proc.pid, pid_start=run.pid_start, started_at=self.clock(),
+                           limits=run.limits.to_json(), **message)
+        return True
 
 
-def _error_text(exc: BaseException) -> str:
-    """``Type: message`` of ``exc``, as valid UTF-8 and at most 500 characters."""
-    message = f"{type(exc).__name__}: {exc}"
-    return message.encode("utf-8", "backslashreplace").decode("utf-8")[:500]
-
-
-def _account_name(uid: int) -> str:
+def _json_dict(raw: str | None) -> dict:
+    """The JSON object in ``raw`` (``{}`` for anything else)."""
     try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

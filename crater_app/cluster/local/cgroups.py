@@ -30,6 +30,7 @@ import errno
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -40,6 +41,10 @@ MIN_CFS_QUOTA_US = 1_000  # kubelet's minimum quota (1 ms): the kernel refuses l
 #: a file only a hierarchy of that controller has at its root (v1); v1 pids has no pids.max at the root
 _V1_MARKERS = {"memory": "memory.limit_in_bytes", "cpu": "cpu.cfs_quota_us", "pids": "cgroup.procs"}
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
+#: seconds :func:`create` waits for the processes an earlier run of the workload left in its cgroup to exit after
+#: SIGKILL (a process in uninterruptible sleep, e.g. on a hung NFS mount or in a GPU driver, exits only later)
+REUSE_WAIT_S = 2.0
+_POLL_S = 0.01
 
 
 def writable(path: Path) -> bool:
@@ -268,18 +273,54 @@ class JobCgroup:
         return done
 
 
-def create(support: CgroupSupport, uid: str, memory_bytes: int, cpu_m: int, pids_max: int
-           ) -> tuple[JobCgroup, dict[str, int]]:
+class CgroupBusy(Exception):
+    """An earlier run's cgroup of the workload still holds processes: ``cgroup`` (its folders) and ``pids`` (what
+    was still in it after SIGKILL and :data:`REUSE_WAIT_S`). Try again later."""
+
+    def __init__(self, cgroup: JobCgroup, pids: list[int]) -> None:
+        super().__init__(f"cgroup {cgroup.folders[0] if cgroup.folders else '?'} still holds {len(pids)} process(es)")
+        self.cgroup = cgroup
+        self.pids = pids
+
+
+def clear(cgroup: JobCgroup, wait_s: float | None = None) -> None:
+    """Empty and remove ``cgroup``: SIGKILL its processes (again at every look, as one may fork meanwhile), wait at
+    most ``wait_s`` seconds (default :data:`REUSE_WAIT_S`) for them to exit, then remove its folders. Nothing to do
+    when none exists.
+
+    Raises:
+        CgroupBusy: processes are still in it after ``wait_s``.
+    """
+    deadline = time.monotonic() + (REUSE_WAIT_S if wait_s is None else wait_s)
+    while True:
+        cgroup.kill()
+        left = cgroup.pids()
+        if not left and cgroup.remove():
+            return
+        if time.monotonic() >= deadline:
+            raise CgroupBusy(cgroup, left)
+        time.sleep(_POLL_S)
+
+
+def create(support: CgroupSupport, uid: str, memory_bytes: int, cpu_m: int, pids_max: int,
+           wait_s: float | None = None) -> tuple[JobCgroup, dict[str, int]]:
     """Create workload ``uid``'s cgroups with its limits; ``(the cgroups, limits in force)``, the limits as
     ``{"memory": bytes, "cpu": millicores, "pids": count}`` for the ones set. A half-made cgroup is removed again.
 
+    A cgroup of the same name left by an earlier run of the workload (a requeued job keeps its uid; Crater may have
+    stopped between that run's exit and the removal of its cgroup) is emptied and removed first (:func:`clear`),
+    then made again, so that the new run starts with fresh limits and counters (its OOM kills are its own).
+
     Raises:
-        OSError: the kernel refused a folder or a value. ValueError: ``uid`` is not a safe folder name.
+        CgroupBusy: the earlier run's processes had not exited after ``wait_s`` seconds (:func:`clear`). OSError: the kernel refused
+            a folder or a value. ValueError: ``uid`` is not a safe folder name.
     """
     if support.version is None:
         raise ValueError("no cgroups to create")
     files = limit_files(support.version, memory_bytes, cpu_m, pids_max)
     folders = support.folders(uid)
+    if any(folder.exists() for folder in folders):
+        clear(of_workload(support, uid), wait_s)
     made: list[Path] = []
     try:
         for folder in folders:

@@ -19,7 +19,6 @@ from crater_app.cluster.local.store import CANCELLED, FAILED, SUCCEEDED
 STOP_CANCELLED, STOP_DEADLINE = "Cancelled", "DeadlineExceeded"
 #: the exit code a shell reports for a process killed by signal ``n`` is ``SIGNAL_BASE + n``
 SIGNAL_BASE = 128
-_TRUST_CODES = {True: "local.started_isolated", False: "local.started_shared"}
 
 
 def english(code: str, args: dict) -> str:
@@ -32,9 +31,17 @@ def say(code: str, **args: object) -> dict[str, str]:
     return {"code": code, "args": json.dumps(args), "message": english(code, args)}
 
 
-def text(message: str) -> dict[str, str]:
-    """The store columns of a message the backend has only as text (e.g. a cancel reason given by the services)."""
-    return {"code": "", "args": "{}", "message": message}
+def cancelled(reason: str, code: str = "", args: dict | None = None) -> dict[str, str]:
+    """The store columns of a ``Cancelled`` status: the cancel's ``code`` and ``args`` as the services gave them
+    (``job.cancelled_by`` with the ``user``), with ``reason`` as the English message (rendered from the code when it
+    is empty); ``local.cancelled_because`` with ``reason`` for a cancel that came without a code, and
+    ``local.cancelled`` for one without either."""
+    if code:
+        args = dict(args or {})
+        return {"code": code, "args": json.dumps(args), "message": reason or english(code, args)}
+    if reason:
+        return say("local.cancelled_because", reason=reason)
+    return say("local.cancelled")
 
 
 def signal_name(number: int) -> str:
@@ -83,19 +90,31 @@ class Limits:
 
 def started(node: str, devices: tuple[int, ...], trust: str, account: str, uid: int, limits: Limits,
             isolated: bool) -> dict[str, str]:
-    """The ``Running`` status' message: where it runs, as whom (the trust model), and its limits."""
-    code = _TRUST_CODES[isolated] + ("_with_devices" if devices else "")
-    args: dict[str, object] = {"node": node, "account": account, "uid": uid, "trust": trust,
-                               "limits": limits.amounts, "enforcement": enforcement_text(limits.enforced_by)}
+    """The ``Running`` status' message: where it runs, as whom (``isolated``: its own OS account; else Crater's),
+    under which ``trust`` model, on which devices (when it has some) and with which limits."""
+    amounts, enforcement = limits.amounts, enforcement_text(limits.enforced_by)
+    listed = ",".join(str(d) for d in devices)
+    if isolated and devices:
+        return say("local.started_isolated_devices", node=node, devices=listed, account=account, uid=uid,
+                   trust=trust, limits=amounts, enforcement=enforcement)
+    if isolated:
+        return say("local.started_isolated", node=node, account=account, uid=uid, trust=trust, limits=amounts,
+                   enforcement=enforcement)
     if devices:
-        args["devices"] = ",".join(str(d) for d in devices)
-    return say(code, **args)
+        return say("local.started_shared_devices", node=node, devices=listed, account=account, uid=uid,
+                   trust=trust, limits=amounts, enforcement=enforcement)
+    return say("local.started_shared", node=node, account=account, uid=uid, trust=trust, limits=amounts,
+               enforcement=enforcement)
 
 
-def stopping(stop_reason: str, reason_text: str = "", max_runtime_s: int | None = None) -> dict[str, str]:
-    """The ``Stopping`` status' message: why it is being stopped."""
+def stopping(stop_reason: str, reason_text: str = "", max_runtime_s: int | None = None, code: str = "",
+             args: dict | None = None) -> dict[str, str]:
+    """The ``Stopping`` status' message: why it is being stopped (a cancel's ``code``/``args`` nested as a message,
+    so that it reads in the viewer's language; ``reason_text`` when the cancel came without a code)."""
     if stop_reason == STOP_DEADLINE:
         return say("local.stopping_deadline", max_runtime_s=max_runtime_s or 0)
+    if code:
+        return say("local.stopping_cancel", reason=i18n.part(f"event.{code}", **(args or {})))
     return say("local.stopping_cancel", reason=reason_text or "cancelled")
 
 
@@ -112,14 +131,14 @@ class Outcome:
 
 
 def finished(exit: ExitStatus | None, *, stop_reason: str | None = None, stop_text: str = "",
-             stop_sent: bool = False, runner_signal: int | None = None, max_runtime_s: int | None = None,
+             stop_code: str = "", stop_args: dict | None = None, stop_sent: bool = False, runner_signal: int | None = None, max_runtime_s: int | None = None,
              oom_kills: int = 0, limits: Limits | None = None, adopted: bool = False) -> Outcome:
     """The final status of a workload whose runner has exited.
 
     Args:
         exit: what the runner recorded (``None``: it left nothing, e.g. it was killed itself).
-        stop_reason: ``Cancelled`` or ``DeadlineExceeded`` when a stop was asked for; ``stop_text`` the cancel's
-            reason as the services gave it. stop_sent: SIGTERM was sent (so a runner that left nothing died of the
+        stop_reason: ``Cancelled`` or ``DeadlineExceeded`` when a stop was asked for; ``stop_text``,
+            ``stop_code`` and ``stop_args`` the cancel's reason as the services gave it (:func:`cancelled`). stop_sent: SIGTERM was sent (so a runner that left nothing died of the
             stop: ``runner_signal`` when known, else SIGKILL after the grace).
         oom_kills: OOM kills counted by the workload's memory cgroup. limits: the limits it ran under.
         adopted: the runner ended while no Crater process watched it.
@@ -132,14 +151,13 @@ def finished(exit: ExitStatus | None, *, stop_reason: str | None = None, stop_te
         sig = runner_signal or signal.SIGKILL
         code = SIGNAL_BASE + sig
     if stop_reason == STOP_CANCELLED:
-        message = text(stop_text) if stop_text else say("local.cancelled")
-        return Outcome(CANCELLED, "Cancelled", message, code, sig)
+        return Outcome(CANCELLED, "Cancelled", cancelled(stop_text, stop_code, stop_args), code, sig)
     if stop_reason == STOP_DEADLINE:
         return Outcome(FAILED, "DeadlineExceeded", say("local.deadline_exceeded", max_runtime_s=max_runtime_s or 0),
                        code, sig)
     if exit is None:
-        lost = "local.process_lost_adopted" if adopted else "local.process_lost"
-        return Outcome(FAILED, "ProcessLost", say(lost), None, None)
+        return Outcome(FAILED, "ProcessLost", say("local.process_lost_adopted" if adopted else "local.process_lost"),
+                       None, None)
     if oom_kills and code != 0:
         memory = limits.amounts.get("memory", 0)
         return Outcome(FAILED, "OOMKilled", say("local.oom_killed", limit=memory, exit_code=code,
@@ -147,8 +165,8 @@ def finished(exit: ExitStatus | None, *, stop_reason: str | None = None, stop_te
     if code == 0:
         return Outcome(SUCCEEDED, "Completed", say("local.exited", exit_code=0), 0, None)
     if sig is not None:
-        return Outcome(FAILED, "Signaled", say("local.killed_by_signal", signal=signal_name(sig), number=sig,
-                                               exit_code=code), code, sig)
+        return Outcome(FAILED, "Signaled", say("local.killed_by_signal", signal=signal_name(sig), exit_code=code),
+                       code, sig)
     if limits.enforced_by.get("memory") == "RLIMIT_DATA":
         return Outcome(FAILED, "Error", say("local.exited_memory_rlimit", exit_code=code,
                                             limit=limits.amounts.get("memory", 0)), code, None)

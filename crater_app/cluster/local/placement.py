@@ -4,6 +4,11 @@ The rule itself is :func:`crater_app.domain.placement.place` (pure); this module
 round, records each waiting workload's reason and starts the placed ones, all in one write transaction. Capacity
 held by ``Running`` and ``Stopping`` workloads is not free: a stopped job's devices come back when its last process
 has exited.
+
+Backfill needs, for each holder, the latest instant it can still run (``Running.ends_at``): a running workload's
+start plus its ``max_runtime`` (unbounded without one); a stopping one's SIGTERM plus the grace after which the
+backend sends SIGKILL (``stop_grace_s``, ``CRATER_CANCEL_GRACE_S``), whatever its ``max_runtime``. An instant
+already past (a process that outlives its SIGKILL for a moment) counts as now.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from datetime import datetime
 from typing import Callable
 
 from crater_app.cluster.base import Device
@@ -25,13 +31,16 @@ _CHUNK = 500
 class Placer:
     """Runs placement rounds over ``store`` for a node of ``cpu_m`` millicores, ``memory_bytes`` bytes and
     ``devices``; ``start(conn, uid, devices)`` starts one placed workload inside the round's transaction (it must not
-    raise: a failure fails that workload only); ``clock`` gives seconds since the epoch (backfill's "now")."""
+    raise: a failure fails that workload only) and returns ``False`` when the workload stays pending for a later
+    round (then the next round runs even if the store has not changed); ``clock`` gives seconds since the epoch
+    (backfill's "now"); ``stop_grace_s`` the seconds between SIGTERM and SIGKILL of a stopping workload."""
 
     def __init__(self, store: Store, cpu_m: int, memory_bytes: int, devices: tuple[Device, ...],
-                 start: Callable[[sqlite3.Connection, str, tuple[int, ...]], None],
-                 clock: Callable[[], float] = time.time) -> None:
+                 start: Callable[[sqlite3.Connection, str, tuple[int, ...]], bool],
+                 clock: Callable[[], float] = time.time, *, stop_grace_s: float = 0.0) -> None:
         self.store = store
         self.clock = clock
+        self.stop_grace_s = stop_grace_s
         self.cpu_m, self.memory_bytes, self.devices = cpu_m, memory_bytes, devices
         self.start = start
         self._placed_rev = -1  # the store's revision after the last round: no change, no round
@@ -43,15 +52,15 @@ class Placer:
             if self.store.head(conn) == self._placed_rev:
                 return
             running = conn.execute(
-                "SELECT uid, devices, cpu_m, memory_bytes, started_at, max_runtime_s FROM workloads"
+                "SELECT uid, devices, cpu_m, memory_bytes, started_at, max_runtime_s, term_sent_at FROM workloads"
                 f" WHERE state IN ({','.join('?' * len(HOLDING))})", HOLDING,
             ).fetchall()
             held = {i for r in running for i in json.loads(r[1])}
             now = self.clock()
             by_index = {d.index: FreeDevice(d.index, d.resource, d.model) for d in self.devices}
-            holding = [  # what each holds, and until when at the latest: its start + max_runtime (backfill)
+            holding = [  # what each holds, and until when at the latest (backfill; see the module docstring)
                 Running(r[0], r[2], r[3], tuple(by_index[i] for i in json.loads(r[1]) if i in by_index),
-                        ts(max(r[4] + r[5], now)) if r[4] is not None and r[5] else None)
+                        self._ends_at(r[4], r[5], r[6], now))
                 for r in running
             ]
             capacity = Capacity(
@@ -73,9 +82,19 @@ class Placer:
                                  rev + i, uid))
                 conn.executemany("UPDATE workloads SET reason = ?, message = ?, code = ?, args = ?, rev = ?"
                                  " WHERE uid = ?", rows)
+            deferred = False
             for uid, devices in decision.placed.items():
-                self.start(conn, uid, devices)
-            self._placed_rev = self.store.head(conn)
+                deferred |= self.start(conn, uid, devices) is False
+            self._placed_rev = -1 if deferred else self.store.head(conn)
+
+    def _ends_at(self, started_at: float | None, max_runtime_s: int | None, term_sent_at: float | None,
+                 now: float) -> datetime | None:
+        """The latest instant (UTC) a holder can still run (see the module docstring); ``None``: unbounded."""
+        if term_sent_at is not None:
+            return ts(max(term_sent_at + self.stop_grace_s, now))
+        if started_at is not None and max_runtime_s:
+            return ts(max(started_at + max_runtime_s, now))
+        return None
 
     def _pending_requests(self, conn: sqlite3.Connection, uids: list[str]) -> list[Request]:
         """Placement requests of the pending workloads ``uids``. A request never changes while its workload

@@ -12,20 +12,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from crater_app.cluster.local.environment import encode, runner_environment
+
 RUNNER = str(Path(__file__).with_name("runner.py"))
-#: Variables of the web process that a job must not inherit: credentials (any name holding one of these words)...
-_SECRET_MARKERS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "CREDENTIAL", "PRIVATE_KEY", "API_KEY", "ACCESS_KEY",
-                   "DATABASE_URL", "_DSN")
-#: ...and, when the job runs under an OS account of its own, the session of Crater's user (its agent sockets, its
-#: runtime folder, its home and name), which the job's account has no business reaching.
-_SESSION_VARIABLES = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "KRB5CCNAME", "XDG_RUNTIME_DIR",
-                      "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY", "MAIL", "SUDO_USER", "SUDO_UID", "SUDO_GID",
-                      "SUDO_COMMAND", "OLDPWD", "PWD")
 #: Seconds two readings of a process's start time may differ and still be the same process (psutil rounds).
 _SAME_START_S = 1.0
 
@@ -39,38 +34,15 @@ class ExitStatus:
     signal: int | None = None
 
 
-def job_environment(base: dict[str, str], spec_env: dict[str, str], uid: str, devices: tuple[int, ...],
-                    account: str | None = None, home: Path | None = None) -> dict[str, str]:
-    """Environment of a job process: ``base`` without ``CRATER_*`` and secret-looking variables, then the
-    spec's ``env``, then ``CRATER_JOB_UID``, ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (indices as NVML/nvidia-smi
-    number them), ``CUDA_VISIBLE_DEVICES`` and ``NVIDIA_VISIBLE_DEVICES`` set to exactly ``devices``
-    (``""``/``void`` when none, so a CPU job sees no GPU).
-
-    With ``account`` (the job runs as that OS user), the session variables of Crater's own user are dropped too,
-    and ``HOME`` is ``home`` (the job's working folder: the account has no other home), ``USER``/``LOGNAME`` the
-    account's name.
-    """
-    env = {
-        k: v for k, v in base.items()
-        if not k.startswith("CRATER_") and not any(m in k.upper() for m in _SECRET_MARKERS)
-        and not (account is not None and k in _SESSION_VARIABLES)
-    }
-    if account is not None:
-        env["USER"] = env["LOGNAME"] = account
-        if home is not None:
-            env["HOME"] = str(home)
-    env.update(spec_env)
-    visible = ",".join(str(d) for d in devices)
-    env["CRATER_JOB_UID"] = uid
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    env["CUDA_VISIBLE_DEVICES"] = visible
-    env["NVIDIA_VISIBLE_DEVICES"] = visible or "void"
-    return env
-
-
 def runner_argv(folder: Path, cwd: Path, command: list[str], cgroups: list[Path] = (),
                 user: tuple[int, int] | None = None, rlimit_data: int | None = None) -> list[str]:
-    """The command line that starts ``command`` under the runner (see its module docstring for the options)."""
+    """The command line that starts ``command`` under the runner (see its module docstring for the options).
+
+    The interpreter runs in isolated mode (``-I``: no ``PYTHON*`` variable, no user site, no script folder on
+    ``sys.path``) without ``site`` (``-S``; the runner uses the standard library only) and in UTF-8 mode: the runner
+    may be root, and nothing of the job's may steer it (:mod:`crater_app.cluster.local.environment`). The job's
+    environment comes on the descriptor :func:`spawn` adds (``--env-fd``).
+    """
     options: list[str] = []
     for directory in cgroups:
         options += ["--cgroup", str(directory)]
@@ -78,19 +50,34 @@ def runner_argv(folder: Path, cwd: Path, command: list[str], cgroups: list[Path]
         options += ["--user", f"{user[0]}:{user[1]}"]
     if rlimit_data is not None:
         options += ["--rlimit-data", str(rlimit_data)]
-    return [sys.executable, "-S", RUNNER, str(folder / "exit_code"), str(cwd), *options, "--", *command]
+    return [sys.executable, "-I", "-S", "-X", "utf8", RUNNER, str(folder / "exit_code"), str(cwd), *options, "--",
+            *command]
 
 
-def spawn(argv: list[str], cwd: Path, env: dict[str, str], log_fd: int) -> tuple[subprocess.Popen, float | None]:
-    """Start the runner ``argv`` in a session of its own, output to ``log_fd``; ``(process, its start time)``.
+def spawn(argv: list[str], folder: Path, job_env: dict[str, str], log_fd: int
+          ) -> tuple[subprocess.Popen, float | None]:
+    """Start the runner ``argv`` (:func:`runner_argv`) in a session of its own, in the job's ``folder`` (Crater's,
+    not the job's), output to ``log_fd``; ``(process, its start time)``.
+
+    The runner's environment is :func:`~crater_app.cluster.local.environment.runner_environment`; ``job_env`` (the
+    environment of the job's program) goes to it as an unlinked temporary file in ``folder`` whose descriptor it
+    inherits and names with ``--env-fd``: nobody else can open it, and it is gone when the runner has read it.
 
     Raises:
         OSError: the runner could not be started. ValueError: text no process can take (NUL, lone surrogates).
     """
-    proc = subprocess.Popen(
-        argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
-        start_new_session=True, close_fds=True,
-    )
+    data = encode(job_env)
+    with tempfile.TemporaryFile(dir=folder) as env_file:
+        env_file.write(data)
+        env_file.flush()
+        env_file.seek(0)
+        fd = env_file.fileno()
+        split = argv.index("--")
+        proc = subprocess.Popen(
+            [*argv[:split], "--env-fd", str(fd), *argv[split:]], cwd=str(folder), env=runner_environment(),
+            stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT, start_new_session=True,
+            close_fds=True, pass_fds=(fd,),
+        )
     try:
         started = psutil.Process(proc.pid).create_time()
     except psutil.NoSuchProcess:  # pragma: no cover - exited within microseconds

@@ -1,7 +1,7 @@
 """Process wrapper for one local job (stdlib only; started by :mod:`crater_app.cluster.local.processes`).
 
-Usage: ``python runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES] -- ARGV...``.
-It runs ARGV in CWD, waits, and writes the exit status atomically to EXIT_FILE as JSON:
+Usage: ``python -I -S runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES]
+[--env-fd FD] -- ARGV...``. It runs ARGV in CWD, waits, and writes the exit status atomically to EXIT_FILE as JSON:
 ``{"exit_code": N, "signal": S}``. ``exit_code`` is what a shell reports: the child's own code, ``128 + S`` when it
 died of signal ``S`` (then ``signal`` is ``S``, else ``null``), 126 when it could not be set up or executed, 127
 when ARGV[0] does not exist. Only waitpid tells a signal from a program that called ``exit(137)`` itself, so the
@@ -12,6 +12,10 @@ runner records both. It survives the web process: it lives in its own session, s
   memory cgroup can be made), and drops to ``--user`` (supplementary groups cleared, then gid, then uid), in that
   order: joining a cgroup needs the runner's privileges. The runner stays outside the job's cgroups, so its own
   memory is not charged to the job and the OOM killer of the job's cgroup never picks it.
+- Environment: the runner's own is fixed and holds nothing of the job's; with ``--env-fd`` it reads the job's
+  environment (a JSON object of strings) from descriptor FD, closes it, and gives it to ARGV only, through
+  ``execve`` after the privilege drop (:mod:`crater_app.cluster.local.environment` says why). Without it the job
+  inherits the runner's environment.
 - Output: the runner's stdout is the job's log (the backend points it at ``output.log``, next to EXIT_FILE). The
   job writes into a pipe that the runner copies to the log, so that the log stays bounded: past
   :data:`LOG_LIMIT_BYTES` the middle is dropped (the first :data:`LOG_HEAD_BYTES` and the last
@@ -43,7 +47,8 @@ LOG_TAIL_BYTES = 32 * 1024 * 1024
 PR_SET_CHILD_SUBREAPER = 36
 
 
-USAGE = "usage: runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES] -- ARGV..."
+USAGE = ("usage: runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES] [--env-fd FD]"
+         " -- ARGV...")
 
 
 def _write_exit(path: str, code: int, sig: int | None = None) -> None:
@@ -54,15 +59,24 @@ def _write_exit(path: str, code: int, sig: int | None = None) -> None:
     os.replace(tmp, path)
 
 
-def parse_options(words: list[str]) -> tuple[list[str], tuple[int, int] | None, int | None]:
-    """``(cgroup dirs, (uid, gid) or None, RLIMIT_DATA bytes or None)`` from the words between CWD and ``--``.
+class Options:
+    """The runner's options (the words between CWD and ``--``): the job's ``cgroups`` folders, ``user``
+    ``(uid, gid)``, ``rlimit_data`` bytes and ``env_fd``, the descriptor holding the job's environment. (A plain
+    class: ``dataclasses`` would cost the runner's start-up the import of ``inspect``.)"""
+
+    def __init__(self, cgroups: tuple[str, ...] = (), user: tuple[int, int] | None = None,
+                 rlimit_data: int | None = None, env_fd: int | None = None) -> None:
+        self.cgroups, self.user, self.rlimit_data, self.env_fd = cgroups, user, rlimit_data, env_fd
+
+
+def parse_options(words: list[str]) -> Options:
+    """The :class:`Options` in ``words``.
 
     Raises:
         ValueError: an unknown option, a missing value, or a value that is not a whole number.
     """
     cgroups: list[str] = []
-    user: tuple[int, int] | None = None
-    rlimit_data: int | None = None
+    found: dict[str, object] = {}
     pending = list(words)
     while pending:
         option = pending.pop(0)
@@ -73,15 +87,38 @@ def parse_options(words: list[str]) -> tuple[list[str], tuple[int, int] | None, 
             cgroups.append(value)
         elif option == "--user":
             uid, _, gid = value.partition(":")
-            user = (int(uid), int(gid))
+            found["user"] = (int(uid), int(gid))
         elif option == "--rlimit-data":
-            rlimit_data = int(value)
+            found["rlimit_data"] = int(value)
+        elif option == "--env-fd":
+            found["env_fd"] = int(value)
         else:
             raise ValueError(f"unknown option {option}")
-    return cgroups, user, rlimit_data
+    return Options(tuple(cgroups), **found)  # type: ignore[arg-type]
 
 
-def _child_setup(cgroups: list[str], user: tuple[int, int] | None, rlimit_data: int | None):
+def read_environment(fd: int) -> dict[str, str]:
+    """The job's environment from descriptor ``fd`` (read to its end, then closed).
+
+    Raises:
+        OSError: ``fd`` cannot be read. ValueError: it does not hold a JSON object of strings.
+    """
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    env = json.loads(b"".join(chunks).decode("utf-8"))
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ValueError("the job's environment is not a JSON object of strings")
+    return env
+
+
+def _child_setup(cgroups: tuple[str, ...], user: tuple[int, int] | None, rlimit_data: int | None):
     """The function run in the job's process between fork and exec (the runner has one thread then, so this is
     safe): join the cgroups, set RLIMIT_DATA, drop to ``user``. A failure is written to the job's log and the
     process ends with 126, as a shell reports a command that cannot be run."""
@@ -248,7 +285,7 @@ def main(argv: list[str]) -> int:
     try:
         exit_file, cwd, *rest = argv
         split = rest.index("--")
-        cgroups, user, rlimit_data = parse_options(rest[:split])
+        options = parse_options(rest[:split])
         command = rest[split + 1:]
     except ValueError as exc:
         print(f"crater runner: {exc}; {USAGE}", file=sys.stderr)
@@ -256,6 +293,14 @@ def main(argv: list[str]) -> int:
     if not command:
         print(f"crater runner: {USAGE}", file=sys.stderr)
         return 2
+    env = None
+    if options.env_fd is not None:
+        try:
+            env = read_environment(options.env_fd)
+        except (OSError, ValueError) as exc:
+            print(f"crater: the job could not be started: its environment could not be read: {exc}", flush=True)
+            _write_exit(exit_file, 126)
+            return 126
     _become_subreaper()
     own_group = os.getpgrp()
 
@@ -275,8 +320,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
     read_fd, write_fd = os.pipe()
     try:
-        child = subprocess.Popen(command, cwd=cwd, stdout=write_fd, stderr=write_fd,
-                                 preexec_fn=_child_setup(cgroups, user, rlimit_data))
+        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=write_fd, stderr=write_fd,
+                                 preexec_fn=_child_setup(options.cgroups, options.user, options.rlimit_data))
     except OSError as exc:
         os.close(read_fd)
         os.close(write_fd)

@@ -48,6 +48,8 @@ ADDED_COLUMNS = {
     "exit_signal": "INTEGER",  # the signal that ended the job's main process
     "limits": "TEXT NOT NULL DEFAULT '{}'",  # outcomes.Limits as JSON: amounts, mechanisms, cgroup folders
     "attempt": "INTEGER NOT NULL DEFAULT 1",  # the job's run (Workload.attempt): a requeued job runs again
+    "stop_code": "TEXT",  # the cancel's reason as a catalogue code (event.<code>; stop_message its English) ...
+    "stop_args": "TEXT",  # ... and its arguments (JSON)
 }
 STATUS_COLUMNS = ("uid, state, reason, message, exit_code, devices, started_at, finished_at, rev, code, args,"
                   " exit_signal, attempt")

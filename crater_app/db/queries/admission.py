@@ -3,8 +3,9 @@
 Active usage is read grouped per project, user, kind and request shape over ``ix_jobs_phase_project_user``, so that
 jobs of one shape are parsed once; held jobs are read in queue order (``priority`` desc, ``created_at``, ``id``);
 the rows of the projects an admission writes into are locked first (``SELECT ... FOR UPDATE`` in id order on
-PostgreSQL; on SQLite the transaction already holds the write lock). The callers own the transactions
-(``services.admission``, ``services.admission_loop``).
+PostgreSQL; on SQLite the transaction already holds the write lock), and, when the decision reads every project's
+usage against the machine's capacity (fair share), one machine-wide lock after them (:func:`lock_machine`). The
+callers own the transactions (``services.admission``, ``services.admission_loop``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import and_, case, cast, func, or_
+from sqlalchemy import and_, case, cast, func, or_, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.types import Text
 
@@ -37,6 +38,9 @@ MAX_HELD = 5000
 #: a submission decides against the first this many held jobs of each project's queue (their order and count are
 #: read in full, so positions stay exact); a job behind a longer queue waits behind it
 HELD_WINDOW = 16
+#: the PostgreSQL advisory lock (one 64-bit key) that admission decisions reading the whole machine take: the
+#: bytes of "crater" and 1
+MACHINE_LOCK_KEY = 0x6372617465720001
 
 _JOBS, _PROJECTS, _USERS, _MEMBERS = Job.__table__, Project.__table__, User.__table__, ProjectMember.__table__
 
@@ -125,6 +129,24 @@ def lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
         snap.held_counts[pid] = held_jobs
 
 
+def lock_machine(s) -> None:
+    """Serialise, until the transaction ends, every admission decision that reads the whole machine's usage.
+
+    Under fair share a decision checks every project's admitted usage against the machine's capacity, so two
+    transactions that lock different projects could both take the machine's last device. On PostgreSQL this takes
+    the transaction-level advisory lock :data:`MACHINE_LOCK_KEY` (``pg_advisory_xact_lock``: released at commit or
+    rollback); a second decision waits here and then reads the first one's committed jobs (READ COMMITTED: each
+    statement sees what was committed before it began). On SQLite the transaction already holds the database's
+    write lock (``BEGIN IMMEDIATE``), which serialises the same way: nothing to do.
+
+    Take it after :func:`lock_projects` (every caller locks in that order, so no two wait on each other in a cycle)
+    and before reading any usage. It costs one statement per decision, and fair-share decisions into different
+    projects run one at a time (decisions without fair share never take it).
+    """
+    if s.get_bind().dialect.name == "postgresql":
+        s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MACHINE_LOCK_KEY})
+
+
 def read_quotas(s, project_ids: Iterable[int], snap: Snapshot) -> None:
     """Read (no lock) the quotas of the projects in ``project_ids`` not already in ``snap``."""
     ids = sorted(set(project_ids) - set(snap.quotas))
@@ -172,7 +194,10 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
     One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
     are parsed once) into ``snap.groups`` (one demand per group, see :meth:`Snapshot.plan`); with
     ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
-    keyed by their job id, with priority and submission time). Jobs being stopped by a preemption (``reason_code``
+    keyed by their job id, with priority and submission time); only ``Running`` ones are candidates (``Demand``
+    ``preemptible``): a job admitted but not started yet holds no device on the backend, and preempting it would
+    spend one of its attempts (``settings.max_attempts``) without a run - once it runs it is a candidate (Volcano's
+    ``reclaim`` action likewise evicts only running tasks). Jobs being stopped by a preemption (``reason_code``
     :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
     """
     c = _JOBS.c
@@ -211,10 +236,12 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
         stmt = sa_select(c.id, c.project_id, c.user_id, c.priority, c.created_at, c.kind, c.accelerator_model,
                          shape, c.reclaim_lock, c.phase).where(*where, c.preemptible.is_(True), c.kind != "interactive")
         for jid, pid, uid, prio, created, kind, model, resources, lock, phase in s.execute(stmt).all():
-            snap.demands.append(Demand(  # a job already stopping (cancelled, past its deadline) is no candidate
+            snap.demands.append(Demand(  # only a running job is a candidate: not one still Queued (it has not
+                # run: stopping it would spend an attempt for nothing) nor one already Stopping (cancelled, past its
+                # deadline)
                 key=jid, project_id=pid, user_id=uid, priority=prio, created_at=created,
                 usage=dict(usage_of_shape(resources, model)), kind=kind,
-                preemptible=phase != JobPhase.STOPPING.value, reclaim_lock=lock, admitted=True,
+                preemptible=phase == JobPhase.RUNNING.value, reclaim_lock=lock, admitted=True,
             ))
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from crater_app.domain import backfill
 from crater_app.domain.admission.demands import Demand, ProjectQuota, Usage, UserLimits, queue_order
@@ -36,6 +36,7 @@ class _Blocked:
     ``quota`` hold, the machine's otherwise), ``lacking`` what it waits for (a resource list)."""
 
     key: object
+    project_id: int
     position: int
     code: str
     lacking: Usage
@@ -110,7 +111,7 @@ def decide(demands: list[Demand], quotas: dict[int, ProjectQuota], shares: dict[
             outcome = ctx.consider(d, i + 1, len(queue))
             if outcome is not None and outcome.code in BLOCKING:
                 head = blocked[project_id] = ctx.block(d, outcome, i + 1)
-                outcome = Hold(outcome.code, {**outcome.args, **ctx.estimate(head)})
+                outcome = replace(outcome, args={**outcome.args, **ctx.estimate(head)})
         else:
             outcome = ctx.behind(d, i + 1, len(queue), head)
         if outcome is not None:
@@ -155,20 +156,77 @@ class Pass:
         self.hold: dict = {}
         self.fair = Reclaim(ledger, capacity, self.admit)
         self._admitted: list[Demand] = []  # the demands admitted in this pass (they hold capacity too)
+        #: the pass's first job blocked on the machine (``capacity``/``fairshare``) that the machine could hold, with
+        #: an expected start: later admissions in other projects must not delay it (see :meth:`_guards`)
+        self.machine_head: _Blocked | None = None
 
     # -- one job -----------------------------------------------------------------------------------------------
     def consider(self, d: Demand, position: int, held: int) -> Hold | None:
-        """Admit ``d`` (returns ``None``) or say why it waits."""
+        """Admit ``d`` (returns ``None``) or say why it waits. Once a job of another project is blocked on the
+        machine, ``d`` is admitted (directly or by a reclaim) only when it cannot delay that job (:meth:`_guards`);
+        else it waits with a ``queue`` hold naming it when it fits now or its project may reclaim, or with its own
+        capacity hold (it becomes its project's head) when it could not start now anyway."""
         hold = self.hard_limits(d, position, held)
         if hold is not None:
             return hold
         lack = self.ledger.shortfall(d, self.capacity)
+        guards = self._guards(d, None)
+        delayed = self._delayed(d, guards)
+        if delayed is not None:
+            if not lack or self.fair.below_deserved(d, lack):
+                return self._queue_hold(d, position, held, delayed)  # it could start now (by a reclaim): not before
+            return self.capacity_hold(d, lack, position, held)
         if not lack or self.fair.plan(d, lack):
-            self._take(d)
+            self._take(d, guards)
             return None
         return self.capacity_hold(d, lack, position, held)
 
-    def _take(self, d: Demand) -> None:
+    def _guards(self, d: Demand, head: _Blocked | None) -> list[_Blocked]:
+        """The reservations ``d`` must not delay: its project's blocked ``head``, and the pass's machine head when
+        that is another project's - unless the machine head borrows (``capacity``: its project would go above
+        its deserved share) while ``d`` keeps its own project within its deserved share: a borrower's
+        reservation never holds back a project's deserved share (which that project could even reclaim)."""
+        guards = [head] if head is not None else []
+        machine = self.machine_head
+        if machine is not None and machine is not head and not (machine.code == "capacity" and self._entitled(d)):
+            guards.append(machine)
+        return guards
+
+    def _entitled(self, d: Demand) -> bool:
+        """Whether ``d``'s project has a deserved share covering some key of ``d`` and stays within it, with ``d``
+        added, on every key of ``d`` it covers (Volcano compares only the dimensions ``deserved`` names)."""
+        ledger, pid = self.ledger, d.project_id
+        covered = [key for key, value in d.usage.items() if value > 0 and ledger.covers(pid, key)]
+        return bool(covered) and all(ledger.excess(pid, key, d.usage[key]) <= 0 for key in covered)
+
+    def _in_scope(self, d: Demand, guard: _Blocked) -> Usage:
+        """What ``d`` takes from the capacity ``guard`` counts on: its usage on the guard's keys, less, for a
+        machine guard of another project, what ``d``'s own project's unused guarantee covers (reserved for it,
+        never part of the guard's pool). Read before ``d`` is added to the ledger."""
+        usage = {key: value for key, value in d.usage.items() if key in guard.scope}
+        guarantee = self.ledger.quota(d.project_id).guarantee
+        if guarantee and guard.code != "quota" and guard.project_id != d.project_id:
+            used = self.ledger.project.get(d.project_id, {})
+            for key in usage:
+                own = guarantee.get(key, 0) - used.get(key, 0)
+                if own > 0:
+                    usage[key] = max(0, usage[key] - own)
+        return usage
+
+    def _delayed(self, d: Demand, guards: Sequence[_Blocked]) -> _Blocked | None:
+        """The first of ``guards`` whose start ``d`` would delay if it started now (EASY's test: it ends by the
+        shadow time, or takes only extra capacity), else ``None``."""
+        ends = self._holding(d).ends_at
+        for guard in guards:
+            if not backfill.may_start(guard.reservation, self._in_scope(d, guard), ends):
+                return guard
+        return None
+
+    def _take(self, d: Demand, guards: Sequence[_Blocked] = ()) -> None:
+        """Admit ``d``; a job that runs past a guard's shadow time takes its usage out of that guard's extra."""
+        ends = self._holding(d).ends_at
+        for guard in guards:
+            guard.reservation = backfill.admit(guard.reservation, self._in_scope(d, guard), ends)
         self.ledger.add(d)
         self.admit.append(d.key)
         self._admitted.append(d)
@@ -214,8 +272,14 @@ class Pass:
         project's admitted jobs; ``capacity``/``fairshare``: on the machine, from every admitted job)."""
         ledger = self.ledger
         lacking = dict(hold.args.get("request") or {})
-        if self.reserve_for is not None and d.project_id not in self.reserve_for:
-            return _Blocked(d.key, position, hold.code, lacking, backfill.Reservation(None), lend=False)
+        lend = self.reserve_for is None or d.project_id in self.reserve_for
+        # The pass's first job blocked on the machine with an expected start guards every project - not one that even
+        # the empty machine could not hold (capacity lost since it was submitted), nor one without an estimate (it
+        # waits for jobs without a bound): either would hold everyone back for an unknown time.
+        guard = (hold.code != "quota" and self.machine_head is None
+                 and all(self.capacity.get(key, 0) >= value for key, value in d.usage.items()))
+        if not lend and not guard:
+            return _Blocked(d.key, d.project_id, position, hold.code, lacking, backfill.Reservation(None), lend=False)
         if hold.code == "quota":
             cap = ledger.quota(d.project_id).capability
             used = ledger.project.get(d.project_id, {})
@@ -233,7 +297,10 @@ class Pass:
         reservation = backfill.reserve(need, free, mine, self.now or datetime.min.replace(tzinfo=timezone.utc))
         if self.now is None:
             reservation = backfill.Reservation(None, reservation.extra, reservation.released)
-        return _Blocked(d.key, position, hold.code, lacking, reservation, scope)
+        blocked = _Blocked(d.key, d.project_id, position, hold.code, lacking, reservation, scope, lend=lend)
+        if guard and reservation.start_at is not None:
+            self.machine_head = blocked  # computed even for a project outside reserve_for: it guards every project
+        return blocked
 
     def _holding(self, d: Demand) -> backfill.Holding:
         ends = self.now + timedelta(seconds=d.bound_s) if self.now is not None and d.bound_s is not None else None
@@ -245,21 +312,30 @@ class Pass:
 
     def behind(self, d: Demand, position: int, held: int, head: _Blocked) -> Hold | None:
         """``d`` queued behind its project's blocked ``head``: its own hard limit first; else admitted when it fits
-        now and cannot delay the head (it ends by the head's shadow time, or takes only extra capacity in the
-        head's scope); else a ``queue`` hold naming the head."""
+        now and cannot delay the head nor the pass's machine head (it ends by their shadow times, or takes only
+        extra capacity in their scopes); else a ``queue`` hold naming the one it would delay (the head when it
+        does not fit now)."""
         hold = self.hard_limits(d, position, held)
         if hold is not None:
             return hold
+        blocker = head
         if head.lend and not self.ledger.shortfall(d, self.capacity):
-            ends = self._holding(d).ends_at
-            usage = {key: value for key, value in d.usage.items() if key in head.scope}
-            if backfill.may_start(head.reservation, usage, ends):
-                head.reservation = backfill.admit(head.reservation, usage, ends)
-                self._take(d)
+            guards = self._guards(d, head)
+            delayed = self._delayed(d, guards)
+            if delayed is None:
+                self._take(d, guards)
                 return None
-        return Hold("queue", self._base(d, position, held) | {
-            "ahead": head.position, "blocker": head.code, "blocker_id": head.key,
-            "blocker_request": head.lacking, **self.estimate(head)})
+            blocker = delayed
+        return self._queue_hold(d, position, held, blocker)
+
+    def _queue_hold(self, d: Demand, position: int, held: int, blocker: _Blocked) -> Hold:
+        """``d`` waits behind ``blocker`` (of its project, or of another: then ``blocker_project`` names it)."""
+        args = self._base(d, position, held) | {
+            "ahead": blocker.position, "blocker": blocker.code, "blocker_id": blocker.key,
+            "blocker_request": blocker.lacking, **self.estimate(blocker)}
+        if blocker.project_id != d.project_id:
+            args["blocker_project"] = self.ledger.quota(blocker.project_id).name
+        return Hold("queue", args)
 
     # -- capacity and fair share -----------------------------------------------------------------------------
     def capacity_hold(self, d: Demand, lack: dict[str, int], position: int, held: int) -> Hold:

@@ -25,6 +25,9 @@ BLOCKING = frozenset({"quota", "capacity", "fairshare"})
 #: hold behind jobs not looked at one by one (a long queue at submission), an ``approval`` hold before the
 #: threshold is known
 _VARIANTS = {("queue", "blocker_id"): "queue_window", ("approval", "threshold"): "approval_pending"}
+#: (code, argument) -> the template a hold of that code is written with when it has that argument: a ``queue`` hold
+#: behind a job of another project (``blocker_project``)
+_WITH = {("queue", "blocker_project"): "queue_other"}
 
 
 def render(lang: object, code: str, args: dict | None) -> str | None:
@@ -34,6 +37,9 @@ def render(lang: object, code: str, args: dict | None) -> str | None:
     values = dict(args or {})
     for (of, needs), variant in _VARIANTS.items():
         if code == of and needs not in values:
+            code = variant
+    for (of, has), variant in _WITH.items():
+        if code == of and has in values:
             code = variant
     key = f"hold.{code}"
     if i18n.lookup(lang, key) is None:
@@ -74,8 +80,10 @@ class Hold:
       projects' unused guarantees), ``request``, ``jobs``, ``users``.
     - ``fairshare``: the ``capacity`` args plus ``deserved`` and ``project_used`` (the project's) and
       ``reclaimable`` (what preemptible jobs of projects above their deserved share could give back).
-    - ``queue``: ``ahead`` (position of the held job that blocks it), ``blocker`` (that job's code),
-      ``blocker_id`` (its key) and ``blocker_request`` (what it lacks).
+    - ``queue``: ``ahead`` (position of the held job that blocks it, in that job's project), ``blocker`` (that
+      job's code), ``blocker_id`` (its key) and ``blocker_request`` (what it lacks); ``blocker_project`` (its
+      project's name) when it is a job of another project (the pass's first job blocked on the machine, which
+      later jobs of every project must not delay).
 
     ``quota``, ``capacity``, ``fairshare`` and ``queue`` also carry the blocking job's estimate: ``expected_at``
     (its backfill shadow time, ISO 8601 UTC; ``None``: no estimate) and ``wait`` (seconds from the decision).
@@ -138,7 +146,8 @@ def _resource_field(key: str) -> str:
 def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: UserLimits,
                      max_runtime_s: int | None) -> Refusal | None:
     """Whether ``demand`` exceeds a ceiling it could never get under: the project's capability, the member's
-    ``share``, the user's max accelerators per job or max runtime. ``None`` when it could fit some day.
+    ``share``, the user's max accelerators per job, a ``max_sessions`` of 0 for an ``interactive`` job, or the
+    user's max runtime. ``None`` when it could fit some day.
 
     Args:
         demand: the job (its ``usage``).
@@ -151,8 +160,8 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
             caller applies the user's limit as the default).
 
     Returns:
-        :class:`Refusal` for the first ceiling broken in the order above (``field`` ``resources.<name>`` or
-        ``max_runtime``; ``args`` ``project``, ``request`` and ``limit`` - resource lists, device counts or
+        :class:`Refusal` for the first ceiling broken in the order above (``field`` ``resources.<name>``, ``kind``
+        or ``max_runtime``; ``args`` ``project``, ``request`` and ``limit`` - resource lists, device counts or
         seconds); else ``None``.
     """
     for key in sorted(demand.usage):
@@ -170,6 +179,8 @@ def never_admissible(demand: Demand, quota: ProjectQuota, share: Usage, limits: 
         names = sorted(key for key in demand.usage if split_key(key)[1] is None and is_accelerator(key))
         return Refusal(_resource_field(names[0]) if names else "resources", "admission.over_accelerators",
                        {"request": count, "limit": limits.max_accelerators_per_job})
+    if demand.kind == "interactive" and limits.max_sessions == 0:  # no session could ever start
+        return Refusal("kind", "admission.no_sessions", {"limit": limits.max_sessions})
     if limits.max_runtime_s is not None and max_runtime_s is not None and max_runtime_s > limits.max_runtime_s:
         return Refusal("max_runtime", "admission.over_max_runtime",
                        {"request": max_runtime_s, "limit": limits.max_runtime_s})

@@ -18,6 +18,8 @@ from crater_app.services.projects import project_expired
 MAX_DECIDERS_NOTIFIED = 50
 #: catalogue keys of the notes Crater writes on a request are ``decision.<code>``
 DECISION_PREFIX = "decision."
+#: the catalogue prefix of the reasons Crater writes for the requests it makes itself (``reason_code``)
+REQUEST_PREFIX = "request."
 
 
 def job_target(job_id: int, name: str) -> dict:
@@ -93,6 +95,22 @@ def note_text(lang: object, a: ApprovalPublic) -> str:
     return i18n.render(lang, DECISION_PREFIX + a.decision_code, a.decision_args, fallback=a.decision_note)
 
 
+def reason_text(lang: object, a: ApprovalPublic) -> str:
+    """A request's reason in ``lang``: a reason Crater wrote (``reason_code``, a large job) from the catalogue, a
+    requester's own words as written."""
+    if not a.reason_code:
+        return a.reason
+    return i18n.render(lang, REQUEST_PREFIX + a.reason_code, a.reason_args, fallback=a.reason)
+
+
+def reason_arg(a: Approval) -> object:
+    """A request's reason as a message argument (``{reason:message}``): the requester's own words, or the nested
+    message of a reason Crater wrote, so that each reader gets it in their language."""
+    if not a.reason_code:
+        return a.reason
+    return {"key": REQUEST_PREFIX + a.reason_code, "args": dict(a.reason_args or {})}  # an i18n.part
+
+
 def outcome_row(a: Approval, by: Actor | None, outcome: str, target: dict, note: str = "",
                 why: dict | None = None) -> dict:
     """The ``notifications`` row telling the requester of ``a`` that it was ``outcome`` (``approved``,
@@ -137,6 +155,7 @@ def notify_deciders(s: Session, actor: Actor, a: Approval, target: dict | None =
         target = target_of(a, job, project)
     notifications.add_rows(s, [
         notifications.row(user_id, "approval.requested",
-                          {"id": a.id, "kind": a.kind, "target": target, "by": actor.username, "reason": a.reason})
+                          {"id": a.id, "kind": a.kind, "target": target, "by": actor.username,
+                           "reason": reason_arg(a)})
         for user_id in sorted(recipients)[:MAX_DECIDERS_NOTIFIED]
     ])

@@ -63,6 +63,7 @@ def publics(s: Session, actor: Actor, rows: list[Approval]) -> list[ApprovalPubl
             decision_note=a.decision_note, created_at=a.created_at, decided_at=a.decided_at,
             can_decide=a.status == "pending" and can_decide_approval(actor, a.kind, pid, a.requester_id),
             decision_code=a.decision_code, decision_args=dict(a.decision_args or {}),
+            reason_code=a.reason_code, reason_args=dict(a.reason_args or {}),
         ))
     return out
 

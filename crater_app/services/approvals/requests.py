@@ -16,12 +16,14 @@ from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.jobs import JobPhase, parse_duration
 from crater_app.domain.naming import check_dns1123_label
 from crater_app.domain.policy import Actor, can_read_job, can_read_project, can_request_approval
+from crater_app.domain.resource_names import Offered, check_offered_keys
 from crater_app.schemas import ApprovalPublic
 from crater_app.services import oplog
 from crater_app.services.approvals import decisions, notices
 from crater_app.services.approvals.reading import publics, stored_quota
 from crater_app.services.context import ServiceContext
 from crater_app.services.projects import project_expired
+from crater_app.services.quotas import offered_resources
 
 
 @dataclass
@@ -70,8 +72,9 @@ def _user_limit(s: Session, ctx: ServiceContext, user_id: int) -> int | None:
     return user.max_runtime_s if user.max_runtime_s is not None else ctx.settings.default_max_runtime_s
 
 
-def _quota_target(s: Session, actor: Actor, req: _Prepared) -> Project:
-    """The project of a ``quota`` request, checked: visible, the caller may ask, not expired, a real change."""
+def _quota_target(s: Session, actor: Actor, req: _Prepared, offered: Offered) -> Project:
+    """The project of a ``quota`` request, checked: visible, the caller may ask, not expired, only resources and
+    models some node offers (``offered``), a real change."""
     proj = s.exec(select(Project).where(Project.name == req.project)).first()
     if proj is None or not can_read_project(actor, proj.id):
         raise NotFound("project.not_found", "project", name=req.project)
@@ -80,6 +83,8 @@ def _quota_target(s: Session, actor: Actor, req: _Prepared) -> Project:
     if project_expired(proj):
         raise Conflict("approval.project_expired", "project", project=proj.name)
     current = stored_quota(proj)
+    for section, entries in (req.payload or {}).items():  # only what some node offers (stored keys stay accepted)
+        check_offered_keys(entries, offered, f"payload.{section}", accepted=current.get(section) or {})
     try:
         merged = merged_quota(current, req.payload or {})
     except InvalidInput as exc:  # the request would break guarantee <= deserved <= capability: its own field
@@ -134,7 +139,8 @@ def create_request(
 
     Raises:
         InvalidInput: a field breaks its rule (``approval.kind_required``, ``approval.reason_*``,
-        ``approval.quota_*``, ``approval.runtime_not_longer``, ...; the field named, with the limit). NotFound:
+        ``approval.quota_*``, ``approval.runtime_not_longer``, a quota resource or model no node offers
+        (``resource.*``, field ``payload.<section>.<key>``), ...; the field named, with the limit). NotFound:
         ``project.not_found``/``approval.job_not_found`` (missing or not visible). Forbidden:
         ``approval.quota_forbidden``/``approval.job_forbidden``. Conflict: the target cannot take it
         (``approval.job_finished``, ``approval.no_max_runtime``, ``approval.already_locked``,
@@ -142,10 +148,11 @@ def create_request(
     """
     req = _prepare(kind, reason, project, job_id, payload)
     extend_uid: str | None = None
+    offered = offered_resources(ctx) if req.kind == "quota" else None
     with ctx.session() as s:
         job: Job | None = None
         if req.kind == "quota":
-            proj = _quota_target(s, actor, req)
+            proj = _quota_target(s, actor, req, offered)  # type: ignore[arg-type]
             project_id, target = proj.id, notices.project_target(proj.name)
         else:
             job, proj = _job_target(s, actor, req)

@@ -6,8 +6,9 @@ import reflex as rx
 
 from crater_app.state.account import AccountState
 from crater_app.ui.components import (
-    EMPTY, MONO, error_callout, field, loading, or_empty, page_header, role_badge, section_title, shell, t,
+    EMPTY, MONO, error_callout, loading, or_empty, page_header, role_badge, section_title, shell, t,
 )
+from crater_app.ui.forms import field
 
 
 def _fact(label: rx.Var, value: rx.Component) -> rx.Component:

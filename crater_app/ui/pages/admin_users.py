@@ -8,9 +8,9 @@ import reflex as rx
 from crater_app.state import AdminUsersState, AppState
 from crater_app.state.admin import ROLES, STATUSES
 from crater_app.ui.components import (
-    MONO, clears, error_callout, field, field_error, invalid, loading, or_empty, page_header, role_badge,
-    section_title, shell, t,
+    MONO, error_callout, loading, or_empty, page_header, role_badge, section_title, shell, t,
 )
+from crater_app.ui.forms import clears, field, field_error, invalid
 from crater_app.ui.governance import admins_only
 
 S = AdminUsersState

@@ -7,9 +7,8 @@ import reflex as rx
 
 from crater_app.state import ApprovalsState
 from crater_app.state.approvals import FORM_KINDS, KIND_KEYS, QUOTA_SECTIONS, SECTION_KEYS
-from crater_app.ui.components import (
-    MONO, clears, error_callout, field, field_error, invalid, loading, or_empty, page_header, shell, t, wide_only,
-)
+from crater_app.ui.components import MONO, error_callout, loading, or_empty, page_header, shell, t, wide_only
+from crater_app.ui.forms import clears, field, field_error, invalid
 from crater_app.ui.governance import pager
 
 S = ApprovalsState

@@ -56,7 +56,7 @@ def _cancel_button() -> rx.Component:
 
 def _actions() -> list[rx.Component]:
     return [
-        rx.cond(JobDetailState.finished, rx.fragment(), _cancel_button()),
+        rx.cond(JobDetailState.can_cancel, _cancel_button(), rx.fragment()),
         # A longer max_runtime goes through an approval request (granted at once under the auto rule).
         rx.cond(
             ~JobDetailState.finished & (J["max_runtime_s"] != ""),

@@ -5,9 +5,8 @@ from __future__ import annotations
 import reflex as rx
 
 from crater_app.state import NewJobState
-from crater_app.ui.components import (
-    MONO, clears, error_callout, field, field_error, invalid, loading, page_header, section_title, shell, t,
-)
+from crater_app.ui.components import MONO, error_callout, loading, page_header, section_title, shell, t, t_format
+from crater_app.ui.forms import clears, field, field_error, invalid
 
 S = NewJobState
 
@@ -182,18 +181,30 @@ def _accelerators() -> rx.Component:
     )
 
 
+def _default_hint(plain: str, with_default: str, default: rx.Var, id: str) -> rx.Component:
+    """A resource field's hint: ``with_default`` naming the platform's default when there is one (what a job that
+    leaves the field empty gets, through the form as through the API), else ``plain``."""
+    return rx.text(rx.cond(default != "", t_format(with_default, default=default), t(plain)), size="1",
+                   color_scheme="gray", id=id)
+
+
 def _resources() -> rx.Component:
     return rx.card(
         rx.vstack(
             section_title(t("newjob.section.resources"), "cpu"),
             _accelerators(),
             rx.grid(
-                field(t("newjob.cpu"), rx.input(name="cpu", id="job-cpu", default_value="1",
-                                                on_change=clears(S, "cpu"), aria_invalid=invalid(S, "cpu")),
-                      t("newjob.cpu.hint"), error=field_error(S, "cpu", "job-cpu-error")),
-                field(t("newjob.memory"), rx.input(name="memory", id="job-memory", default_value="2Gi",
-                                                   on_change=clears(S, "memory"), aria_invalid=invalid(S, "memory")),
-                      t("newjob.memory.hint"), error=field_error(S, "memory", "job-memory-error")),
+                field(t("newjob.cpu"), rx.input(name="cpu", id="job-cpu", default_value=S.default_cpu,
+                                                placeholder=S.default_cpu, on_change=clears(S, "cpu"),
+                                                aria_invalid=invalid(S, "cpu")),
+                      _default_hint("newjob.cpu.hint", "newjob.cpu.hint_default", S.default_cpu, "job-cpu-hint"),
+                      error=field_error(S, "cpu", "job-cpu-error")),
+                field(t("newjob.memory"), rx.input(name="memory", id="job-memory", default_value=S.default_memory,
+                                                   placeholder=S.default_memory, on_change=clears(S, "memory"),
+                                                   aria_invalid=invalid(S, "memory")),
+                      _default_hint("newjob.memory.hint", "newjob.memory.hint_default", S.default_memory,
+                                    "job-memory-hint"),
+                      error=field_error(S, "memory", "job-memory-error")),
                 field(t("newjob.max_runtime"), rx.input(name="max_runtime", id="job-max-runtime", placeholder="2h",
                                                         on_change=clears(S, "max_runtime"),
                                                         aria_invalid=invalid(S, "max_runtime")),

@@ -7,9 +7,9 @@ import reflex as rx
 from crater_app.state import OperationLogState
 from crater_app.state.oplog import ANY_ACTION
 from crater_app.ui.components import (
-    MONO, clears, error_callout, field, field_error, invalid, loading, narrow_only, or_empty, page_header,
-    role_badge, shell, t, wide_only,
+    MONO, error_callout, loading, narrow_only, or_empty, page_header, role_badge, shell, t, wide_only,
 )
+from crater_app.ui.forms import clears, field, field_error, invalid
 from crater_app.ui.governance import admins_only, pager
 
 S = OperationLogState

@@ -9,10 +9,10 @@ import reflex as rx
 from crater_app.domain.policy import PROJECT_ROLES
 from crater_app.state import ProjectDetailState
 from crater_app.ui.components import (
-    MONO, clears, empty_mark, error_callout, field, field_error, invalid, loading, or_empty, page_header,
-    section_title, shell, t, wide_only,
+    MONO, empty_mark, error_callout, loading, or_empty, page_header, section_title, shell, t, t_format, wide_only,
 )
-from crater_app.ui.governance import confirm_dialog, expiry_badge, project_role_badge, t_format
+from crater_app.ui.forms import clears, field, field_error, invalid
+from crater_app.ui.governance import confirm_dialog, expiry_badge, project_role_badge
 from crater_app.ui.quota import quota_card, quota_dialog, share_cell, share_dialog
 
 P = ProjectDetailState.project

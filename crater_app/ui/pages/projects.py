@@ -6,9 +6,9 @@ import reflex as rx
 
 from crater_app.state import AppState, ProjectsState
 from crater_app.ui.components import (
-    MONO, clears, empty_mark, error_callout, field, field_error, invalid, loading, or_empty, page_header,
-    section_title, shell, t, wide_only,
+    MONO, empty_mark, error_callout, loading, or_empty, page_header, section_title, shell, t, wide_only,
 )
+from crater_app.ui.forms import clears, field, field_error, invalid
 from crater_app.ui.governance import expiry_badge, project_role_badge
 
 S = ProjectsState

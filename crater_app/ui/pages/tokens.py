@@ -6,10 +6,10 @@ import reflex as rx
 
 from crater_app.state import TokensState
 from crater_app.ui.components import (
-    MONO, clears, error_callout, field, field_error, loading, page_header, section_title, shell, t, t_dynamic,
-    wide_only,
+    MONO, error_callout, loading, page_header, section_title, shell, t, t_dynamic, t_format, wide_only,
 )
-from crater_app.ui.governance import confirm_dialog, t_format
+from crater_app.ui.forms import clears, field, field_error
+from crater_app.ui.governance import confirm_dialog
 
 WIDE_CELL = {"display": wide_only("table-cell")}
 STATUS_COLORS = (("active", "green"), ("expired", "gray"), ("revoked", "red"))
