@@ -169,6 +169,12 @@ def test_an_open_page_lives_through_a_restart(browser, console: Console) -> None
                                      {"Origin": PARTNER, "Access-Control-Request-Method": "POST"})
             assert headers.get("access-control-allow-origin") == PARTNER
             assert headers.get("access-control-allow-credentials") == "true"
+            # ... with one Vary header that names each field once (one CORS layer around the console and the API)
+            probe = urllib.request.Request(console.url + "/api/v1/me", headers={
+                "Origin": PARTNER, "Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(probe, timeout=30) as resp:
+                assert resp.headers.get_all("Vary") == ["Accept-Language, Origin"], resp.headers.get_all("Vary")
+                assert resp.headers["Access-Control-Allow-Origin"] == PARTNER
             _, headers, _ = _request(console, "OPTIONS", "/api/v1/jobs", None,
                                      {"Origin": EVIL, "Access-Control-Request-Method": "POST"})
             assert "access-control-allow-origin" not in headers
