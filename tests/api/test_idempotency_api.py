@@ -321,7 +321,8 @@ def test_a_slow_request_keeps_its_key(api, monkeypatch):
     """While the first request runs, its worker renews the claim: a retry is told to wait (409), however long the
     first one takes, instead of taking the key over and creating a second job."""
     ctx = api.world.ctx
-    monkeypatch.setattr(idempotency, "CLAIM_LEASE_S", 0.4)
+    # A lease far longer than the renewal period: a loaded machine may delay one renewal, not twenty.
+    monkeypatch.setattr(idempotency, "CLAIM_LEASE_S", 2.0)
     monkeypatch.setattr(idempotency, "RENEW_EVERY_S", 0.1)
     started, release = threading.Event(), threading.Event()
 
@@ -340,7 +341,7 @@ def test_a_slow_request_keeps_its_key(api, monkeypatch):
     worker = threading.Thread(target=lambda: answers.append(_post(api, "/api/v1/jobs", "slow", json=JOB)))
     worker.start()
     assert started.wait(10)
-    time.sleep(1.0)  # over two leases
+    time.sleep(2.5)  # past the first lease: only the renewals keep the claim
     retry = _post(api, "/api/v1/jobs", "slow", json=JOB)
     assert_error(retry, 409, "conflict", "Idempotency-Key", code="idempotency.in_progress")
     release.set()
