@@ -225,7 +225,7 @@ def test_pkce_verifier_is_sent_and_enforced(sso, provider):  # noqa: F811
 def test_provider_key_rotation_refetches_jwks(sso, provider, monkeypatch):  # noqa: F811
     from joserfc.jwk import RSAKey
 
-    from crater_app.auth import oidc
+    from crater_app.auth import oidc_provider
 
     ctx = sso.ctx
     url, sealed = oidc_login.start(ctx)
@@ -235,7 +235,7 @@ def test_provider_key_rotation_refetches_jwks(sso, provider, monkeypatch):  # no
     with pytest.raises(OidcError) as exc:  # refetched less than 30 s ago: the unknown key id is refused
         oidc_login.complete(ctx, sealed, authorize(url))
     assert exc.value.reason == "id_token" and "InvalidKeyIdError" in exc.value.message
-    monkeypatch.setattr(oidc, "JWKS_MIN_REFETCH_S", 0.0)  # ...and later the rotated key is fetched and accepted
+    monkeypatch.setattr(oidc_provider, "JWKS_MIN_REFETCH_S", 0.0)  # ...and later the rotated key is fetched and accepted
     url, sealed = oidc_login.start(ctx)
     assert oidc_login.complete(ctx, sealed, authorize(url)).username == "Zhang.San"
 
