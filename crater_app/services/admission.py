@@ -186,9 +186,10 @@ def _apply(ctx: ServiceContext, snap: Snapshot, queues: HeldQueues, plan: Plan,
            candidates: list[tuple[NewJob, Demand]], projects: set[int]) -> None:
     """Write the plan's outcome into the submissions' values. A new job admitted only by preempting others is
     held here; the loop's next round stops the victims and admits it (it re-decides with the same rules), so
-    that preemptions happen in one place."""
+    that preemptions happen in one place. So are the new jobs the plan admitted after it, into the room of
+    victims that keep running until then (:meth:`Plan.admitted_before_preemption`)."""
     reclaiming = {p.beneficiary: p for p in plan.preempt}
-    admitted = set(plan.admit) - set(reclaiming)
+    admitted = set(plan.admitted_before_preemption())
     at = utcnow()
     new_keys: dict[int, list] = {pid: [] for pid in projects}
     for item, demand in candidates:

@@ -294,12 +294,7 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
                 oplog.record(s, actor, "job:cancel", f"#{job.id}", code="job.cancel_held")
                 admission.nudge(ctx)  # the jobs queued behind it may start
         if not held:
-            cancelling = (c.phase == JobPhase.STOPPING.value) & (c.reason_code == "job.stopping_cancelled")
-            stopping = s.execute(_JOBS.update().where(
-                c.id == job.id, c.phase.in_(admission.ACTIVE_PHASES), ~cancelling).values(
-                phase=JobPhase.STOPPING.value, stop_requested_at=now, reason_code="job.stopping_cancelled",
-                reason_args=who, reason=job_reasons.english("job.stopping_cancelled", who),
-            )).rowcount
+            stopping = _request_stop(s, job, who, now)
             if stopping:
                 s.execute(EVENTS.insert(), event_row(job.id, JobPhase.STOPPING.value, "CancelRequested",
                                                      "job.cancel_requested", {"user": actor.username}, at=now))
@@ -312,6 +307,31 @@ def cancel_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
         stops.send(ctx, uid, job_reasons.english("job.cancelled_by", who), "job.cancelled_by", who)
     ctx.kick.set()
     return get_job(ctx, actor, job_id)
+
+
+def _request_stop(s, job: Job, who: dict, now) -> int:
+    """Mark ``job`` (active) as being stopped by the cancel of ``who`` (``{"user": name}``); 1 when this changed it,
+    0 when it was being cancelled already or has ended meanwhile.
+
+    A job that is ``Stopping`` for a preemption keeps that reason: its room went to the job it was stopped for
+    (admission leaves it out), and counting it again until its processes exit would hold others back. The cancel
+    is recorded in its ``reason_args`` (``cancelled_by``) and decides its end: ``Cancelled``, not requeued
+    (``services.reconcile``)."""
+    c = _JOBS.c
+    preempting = (c.phase == JobPhase.STOPPING.value) & (c.reason_code == admission.PREEMPTED)
+    cancelling = (c.phase == JobPhase.STOPPING.value) & (c.reason_code == "job.stopping_cancelled")
+    row = s.execute(sa_select(c.phase, c.reason_code, c.reason_args).where(c.id == job.id).with_for_update()).first()
+    if row is not None and row.phase == JobPhase.STOPPING.value and row.reason_code == admission.PREEMPTED:
+        args = dict(row.reason_args or {})
+        if "cancelled_by" in args:
+            return 0
+        args["cancelled_by"] = who["user"]
+        return s.execute(_JOBS.update().where(c.id == job.id, preempting).values(reason_args=args)).rowcount
+    return s.execute(_JOBS.update().where(
+        c.id == job.id, c.phase.in_(admission.ACTIVE_PHASES), ~cancelling, ~preempting).values(
+        phase=JobPhase.STOPPING.value, stop_requested_at=now, reason_code="job.stopping_cancelled",
+        reason_args=who, reason=job_reasons.english("job.stopping_cancelled", who),
+    )).rowcount
 
 
 def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:

@@ -189,7 +189,7 @@ class Reconciler:
         """A job stopped by a preemption has stopped: back to Crater's queue for its next attempt (``Held``,
         ``attempt`` + 1, event ``Requeued``; Kueue requeues an evicted Workload, Volcano restarts a Job on
         ``PodEvicted``), or ``Failed`` with reason ``Preempted`` when ``requeue_on_preemption`` is off or
-        ``settings.max_attempts`` runs are used."""
+        ``settings.max_attempts`` runs are used; ``Cancelled`` when its user cancelled it while it stopped."""
         code, args = job_reasons.after_preemption(job.reason_args or {}, job.attempt, job.requeue_on_preemption,
                                                   self.ctx.settings.max_attempts)
         now = utcnow()
@@ -197,6 +197,18 @@ class Reconciler:
         job.exit_code = status.exit_code
         job.exit_signal = status.exit_signal
         job.finished_at = status.finished_at or now
+        cancelled_by = (job.reason_args or {}).get("cancelled_by")
+        if cancelled_by:  # its user cancelled it while it was being stopped (services.jobs): it ends there
+            who = {"user": cancelled_by}
+            job.phase = JobPhase.CANCELLED.value
+            job.reason, job.reason_code, job.reason_args = job_reasons.english("job.cancelled_by", who), \
+                "job.cancelled_by", who
+            job.started_at = job.started_at or status.started_at
+            s.add(job)
+            s.execute(EVENTS.insert(), event_row(job.id, job.phase, "Cancelled", "job.cancelled_by",
+                                                 {"user": cancelled_by}, at=job.finished_at))
+            admission.nudge(self.ctx)
+            return
         job.reason, job.reason_code, job.reason_args = job_reasons.english(code, args), code, args
         if code == "requeued":
             job.phase = JobPhase.HELD.value
@@ -221,8 +233,9 @@ class Reconciler:
 
         With ``adopted_by`` (the new leader, after a restart or a change of leader), every job still running
         gets an ``Adopted`` event, so that its timeline shows that Crater restarted under it. With
-        ``settled_before`` (the leader's periodic repair, UTC), only jobs whose last move - admission, start or
-        stop request - came before it are looked at: a younger one may be on its way to the backend right now.
+        ``settled_before`` (UTC), only jobs whose last move - admission, start or stop request - came before it are
+        looked at: a younger one may be on its way to the backend right now (its create still in flight from a web
+        worker) - except, with ``adopted_by``, Queued ones, handed over at once (``create`` is idempotent).
         """
         c = Job.__table__.c
         with self.ctx.session(read_only=True) as s:
@@ -230,12 +243,13 @@ class Reconciler:
                                        c.stop_requested_at).where(c.phase.in_(_ACTIVE))).all()
         suspects, adopted = [], []
         for row in rows:
-            if settled_before is not None and _last_move(row) > settled_before:
-                continue
             status = self.ctx.backend.status(row.uid)
             if status is not None and status.attempt >= row.attempt:
                 if adopted_by and row.phase == JobPhase.RUNNING.value and status.state == "Running":
                     adopted.append(event_row(row.id, row.phase, "Adopted", "job.adopted", {"holder": adopted_by}))
+                continue
+            young = settled_before is not None and _last_move(row) > settled_before
+            if young and not (adopted_by and row.phase == JobPhase.QUEUED.value):
                 continue
             suspects.append(row.id)
         fixed = 0
@@ -299,7 +313,7 @@ class LeaderLoop:
     ORPHANS_EVERY_S = 1.0  # approval requests whose target is gone are closed this often (approvals.close_orphans)
     STATS_EVERY_S = 3600.0  # query-planner statistics are refreshed by the leader this often (and on taking over)
     REPAIR_EVERY_S = 30.0  # jobs the backend lost or never got are repaired this often (and on taking over)...
-    REPAIR_GRACE_S = 30.0  # ...once their last move is this old (a younger one may be on its way to the backend)
+    REPAIR_GRACE_S = 30.0  # ...ended once their last move is this old (a younger one may be on its way to the backend)
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
@@ -325,7 +339,7 @@ class LeaderLoop:
             self.ctx.backend.adopt()
             self.reconciler.rev = 0
             self.reconciler.sync()
-            self.reconciler.repair(adopted_by=self.holder)
+            self.reconciler.repair(adopted_by=self.holder, settled_before=self._settled_before())
             self.stops.run(at_once=True)  # the previous leader may have died before sending a stop
         if time.monotonic() - self._stats_at > self.STATS_EVERY_S:
             self._stats_at = time.monotonic()
@@ -335,7 +349,7 @@ class LeaderLoop:
         self.reconciler.sync()
         if time.monotonic() - self._repair_at >= self.REPAIR_EVERY_S:
             self._repair_at = time.monotonic()
-            self.reconciler.repair(settled_before=utcnow() - timedelta(seconds=self.REPAIR_GRACE_S))
+            self.reconciler.repair(settled_before=self._settled_before())
         if self.stops.due():
             self.stops.run()
         # Requests whose job ended (or project expired) are closed: one indexed query, usually empty; once per
@@ -345,6 +359,10 @@ class LeaderLoop:
             approvals.close_orphans(self.ctx)
         billing.charge_if_due(self.ctx)  # at most every settings.billing_charge_interval_s; nothing when billing is off
         self.admit()
+
+    def _settled_before(self) -> datetime:
+        """The instant (UTC) before which a job's last move must lie for a repair to end it."""
+        return utcnow() - timedelta(seconds=self.REPAIR_GRACE_S)
 
     def admit(self) -> RoundResult:
         """The admission pass (``services.admission_loop.AdmissionLoop``): cheap when nothing is held. Admitted jobs

@@ -139,6 +139,27 @@ def test_long_backend_codes_are_kept_on_the_job_and_its_events():
     assert status_reason(too_long, {})[1:] == ("", {})  # wider than jobs.reason_code: the text alone
 
 
+def test_a_new_leader_ends_a_stopping_job_the_backend_does_not_know_only_once_it_has_settled(clock, make_ctx):
+    """A job cancelled while its create is still on its way from a web worker is Stopping and unknown to the
+    backend: a leader taking over then must not end it (the create may land a moment later and run untracked);
+    the periodic repair ends it once REPAIR_GRACE_S has passed and the backend still lacks it."""
+    fake = FakeBackend(gpu_devices(4))
+    world = populate(make_ctx(backend=fake))
+    ctx = world.ctx
+    fake.create = lambda workload: None  # the hand-over has not landed yet
+    job = jobs.submit_job(ctx, world.alice, spec("in-flight", ["sleep", "60"]))
+    jobs.cancel_job(ctx, world.alice, job.id)
+    assert job_row(ctx, job.id).phase == "Stopping" and fake.status(job.uid) is None
+    loop = LeaderLoop(ctx)
+    loop.step()  # takes over: its repair leaves the young job alone
+    assert job_row(ctx, job.id).phase == "Stopping"
+    clock.advance(seconds=LeaderLoop.REPAIR_GRACE_S + 1)
+    loop._repair_at = -1e18
+    loop.step()
+    row = job_row(ctx, job.id)
+    assert (row.phase, row.reason_code) == ("Cancelled", "job.lost_stopping")
+
+
 def test_a_job_whose_create_failed_reaches_the_backend_with_the_periodic_repair(clock, make_ctx):
     """An admitted job whose hand-over to the backend failed (the backend was unreachable) is not left Queued until
     the next change of leader: the leader's periodic repair hands it over again once it is REPAIR_GRACE_S old, and

@@ -93,6 +93,7 @@ def _reclaim_world(make_ctx):
         if deserved:
             quotas.set_quota(ctx, admin, name, {"deserved": {GPU: deserved}})
     alice, bob = signed_in(world, "alice"), signed_in(world, "bob")
+    ctx.bob = bob  # the owner of the preemptible jobs, for the tests that cancel one
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
                                             preemptible=True)) for i in range(2)]
@@ -119,6 +120,27 @@ def test_a_preemption_whose_stop_fails_is_sent_again_and_the_other_victims_are_s
     assert [e.reason for e in events(ctx, fills[1].id)].count("StopResent") == 1
     assert [e.reason for e in events(ctx, fills[0].id)].count("StopResent") == 0
     assert drive_until(loop, fills[1].id, "Held").attempt == 2  # requeued for its next attempt
+    drive_until(loop, want.id, "Running")
+
+
+def test_a_job_cancelled_while_a_preemption_stops_it_ends_cancelled_and_its_room_is_counted_once(make_ctx):
+    fake, ctx, loop, alice, fills = _reclaim_world(make_ctx)
+    want = jobs.submit_job(ctx, alice, spec("want", ["sleep", "60"], project="team-a", resources={GPU: 2}))
+    ticks, fake.tick = fake.tick, lambda: None  # the victims' processes take their time to exit
+    loop.step()  # the round preempts both for "want"
+    assert [job_row(ctx, f.id).reason_code for f in fills] == [job_reasons.PREEMPTED] * 2
+    jobs.cancel_job(ctx, ctx.bob, fills[0].id)
+    row = job_row(ctx, fills[0].id)
+    # Still stopped for the preemption (admission leaves it out: its room is want's), with the cancel recorded.
+    assert (row.phase, row.reason_code, row.reason_args["cancelled_by"]) == ("Stopping", "preempted", "bob")
+    assert [e.reason for e in events(ctx, fills[0].id)].count("CancelRequested") == 1
+    jobs.cancel_job(ctx, ctx.bob, fills[0].id)  # again: nothing more to record
+    assert [e.reason for e in events(ctx, fills[0].id)].count("CancelRequested") == 1
+    fake.tick = ticks
+    cancelled = drive_until(loop, fills[0].id, "Cancelled")
+    assert (cancelled.attempt, cancelled.reason_code, cancelled.reason_args) == (1, "job.cancelled_by", {"user": "bob"})
+    assert events(ctx, fills[0].id)[-1].reason == "Cancelled"
+    assert drive_until(loop, fills[1].id, "Held").attempt == 2  # the other victim is requeued as before
     drive_until(loop, want.id, "Running")
 
 

@@ -202,6 +202,28 @@ def test_preemption_sentence_and_args():
     assert "project vision" in preemption.sentence and "project speech" in preemption.sentence
 
 
+@pytest.mark.parametrize("label, new_jobs, before", [
+    # the reviewer's case: b (deserved 4) reclaims from v, c (no quota) is admitted into v's room after it
+    ("admitted after the beneficiary", [job("b", project=1, gpus=1, minute=1), job("c", project=3, gpus=3, minute=2)],
+     []),
+    # a job that fits the free room is admitted before any reclaim is planned: it needs no preemption
+    ("admitted before the beneficiary", [job("small", project=3, gpus=0, minute=0, usage={"cpu": 1000}),
+                                         job("b", project=1, gpus=1, minute=1)], ["small"]),
+])
+def test_admitted_before_preemption_leaves_out_what_the_victims_room_admitted(label, new_jobs, before):
+    quotas = {1: ProjectQuota(1, "vision", deserved={GPU: 4}), 2: ProjectQuota(2, "speech")}
+    victim = job("v", project=2, gpus=4, admitted=True, preemptible=True)
+    plan = decide([victim, *new_jobs], quotas, {}, {}, {GPU: 4, "cpu": 64_000, "memory": 256 * GiB})
+    assert [p.victim for p in plan.preempt] == ["v"] and plan.preempt[0].beneficiary == "b", label
+    assert "b" in plan.admit
+    assert plan.admitted_before_preemption() == before, (label, plan.admit)
+
+
+def test_admitted_before_preemption_is_all_admitted_without_preemptions():
+    plan = decide([job("a", gpus=1), job("b", gpus=2, minute=1)], QUOTAS, {}, {}, CAPACITY)
+    assert plan.preempt == [] and plan.admitted_before_preemption() == plan.admit == ["a", "b"]
+
+
 def test_positions_follow_priority_then_age():
     demands = [job(f"r{i}", gpus=1, admitted=True) for i in range(6)]
     demands += [job("old", minute=1), job("urgent", minute=5, priority=10), job("new", minute=9)]

@@ -29,6 +29,16 @@ class Plan:
     hold: dict
     preempt: list[Preemption]
 
+    def admitted_before_preemption(self) -> list:
+        """The admitted keys that need no preemption carried out: those admitted before the first beneficiary of
+        a preemption (in :attr:`admit` order). A pass admits later keys into the room its victims free, so a
+        caller that does not stop the victims itself (the submission path) must not admit those keys either."""
+        beneficiaries = {p.beneficiary for p in self.preempt}
+        for i, key in enumerate(self.admit):
+            if key in beneficiaries:
+                return self.admit[:i]
+        return list(self.admit)
+
 
 @dataclass
 class _Blocked:
