@@ -15,6 +15,7 @@ from crater_app.domain import backfill
 from crater_app.domain import quota as q
 from crater_app.domain.admission import UserLimits
 from crater_app.services.context import ServiceContext
+from crater_app.services.doorbell import INVALIDATE, NUDGE
 
 #: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
 FAIRSHARE_FLAG_TTL_S = 2.0
@@ -146,14 +147,16 @@ def fair_share_configured(ctx: ServiceContext, s=None) -> bool:
 
 def nudge(ctx: ServiceContext) -> None:
     """Ask this process's loop for a full admission pass at its next round (e.g. a held job was cancelled: the
-    jobs behind it may start)."""
+    jobs behind it may start); in a process that is not the leader, the leader's (``services.doorbell``)."""
     ctx.cache["admission-dirty"] = True
-    ctx.kick.set()
+    ctx.kick.set(NUDGE)
 
 
 def invalidate(ctx: ServiceContext) -> None:
     """Forget the cached fair-share flag, user limits and member shares, and ask the loop for a full admission
-    pass (after a quota, share or limit change)."""
+    pass (after a quota, share or limit change); a process that is not the leader asks the leader to do the same
+    (``services.doorbell``; the other followers' caches expire within their TTL)."""
     for name in ("admission-fairshare", "admission-limits", "admission-shares"):
         ctx.cache.pop(name, None)
-    nudge(ctx)
+    ctx.cache["admission-dirty"] = True
+    ctx.kick.set(INVALIDATE)
