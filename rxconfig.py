@@ -6,7 +6,7 @@ backend share it (``reflex run --env prod`` is always single-port in Reflex 0.10
 origin than ``http://<host>:<PORT>`` (e.g. a plain-http reverse proxy on another port);
 it is baked into the frontend bundle at build time.
 
-Workers: ``CRATER_WORKERS`` web workers (default one per CPU core) behind the one port; this file hands the count to
+Workers: ``CRATER_WORKERS`` web workers (default 1; 0 = one per CPU core) behind the one port; this file hands the count to
 Reflex as ``GRANIAN_WORKERS`` (an explicit ``GRANIAN_WORKERS`` wins). ``REFLEX_REDIS_URL`` switches console state to
 Redis, shared by the workers; without it, each console tab's state lives in the memory of the worker that holds its
 websocket (what a tab shows is read again from the database when it reconnects; the sign-in is a cookie, valid on

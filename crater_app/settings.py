@@ -32,10 +32,12 @@ class Settings(BaseSettings):
         lease_ttl_s: seconds a leader lease stays valid without renewal.
         port: the single HTTP port for console and API.
         workers: ``CRATER_WORKERS``, how many web worker processes ``reflex run --env prod`` starts (granian
-            workers behind one port); 0 (the default) means one per CPU core (``os.cpu_count()``). Every worker serves
-            console and API; only the one holding the database lease runs the loops (placement, reconcile,
-            admission), and the others ring its doorbell after a submission (``services.doorbell``). An explicit
-            ``GRANIAN_WORKERS`` wins. See "Workers" in README.md.
+            workers behind one port); 0 means one per CPU core (``os.cpu_count()``). Default 1: on SQLite every write
+            takes the database's one write lock, and a submission with quotas decides under it, so a second worker
+            on 2 cores measured fewer submissions per second, not more (bench/README.md); several workers pay off
+            for reads (job pages) and on PostgreSQL. Every worker serves console and API; only the one holding the
+            database lease runs the loops (placement, reconcile, admission), and the others ring its doorbell after
+            a submission (``services.doorbell``). An explicit ``GRANIAN_WORKERS`` wins. See "Workers" in README.md.
         default_job_cpu, default_job_memory: the ``cpu``/``memory`` request of a job that names none (Kubernetes
             quantities, ``""`` for none), the same through the API and the console's form
             (:mod:`crater_app.domain.job_defaults`).
@@ -93,7 +95,7 @@ class Settings(BaseSettings):
     loop_interval_s: float = 0.2
     lease_ttl_s: float = 10.0
     port: int = Field(default=3000, validation_alias="PORT")
-    workers: int = Field(default=0, ge=0, le=64)
+    workers: int = Field(default=1, ge=0, le=64)
     api_url: str = ""
 
     default_job_cpu: str = "1"

@@ -16,6 +16,7 @@ from crater_app.domain import quota as q
 from crater_app.domain.admission import UserLimits
 from crater_app.services.context import ServiceContext
 from crater_app.services.doorbell import INVALIDATE, NUDGE
+from crater_app.services.nodes import capacity
 
 #: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
 FAIRSHARE_FLAG_TTL_S = 2.0
@@ -116,10 +117,10 @@ def bound_of(ctx: ServiceContext, limits: UserLimits | None, max_runtime_s: int 
 
 
 def machine_capacity(ctx: ServiceContext) -> q.Usage:
-    """The machine's total: the sum over ``backend.inventory()`` nodes of cpu (millicores), memory (bytes) and
-    devices per resource name and per ``name:model``."""
+    """The machine's total: the sum over the backend's nodes (``services.nodes.capacity``) of cpu (millicores),
+    memory (bytes) and devices per resource name and per ``name:model``."""
     total: q.Usage = {}
-    for node in ctx.backend.inventory():
+    for node in capacity(ctx):
         total["cpu"] = total.get("cpu", 0) + node.cpu_m
         total["memory"] = total.get("memory", 0) + node.memory_bytes
         for d in node.devices:
