@@ -6,8 +6,11 @@ backend share it (``reflex run --env prod`` is always single-port in Reflex 0.10
 origin than ``http://<host>:<PORT>`` (e.g. a plain-http reverse proxy on another port);
 it is baked into the frontend bundle at build time.
 
-``REFLEX_REDIS_URL`` switches console state to Redis (and makes Reflex start several workers);
-without it, state lives in the one worker's memory.
+Workers: ``CRATER_WORKERS`` web workers (default 1; 0 = one per CPU core) behind the one port; this file hands the count to
+Reflex as ``GRANIAN_WORKERS`` (an explicit ``GRANIAN_WORKERS`` wins). ``REFLEX_REDIS_URL`` switches console state to
+Redis, shared by the workers; without it, each console tab's state lives in the memory of the worker that holds its
+websocket (what a tab shows is read again from the database when it reconnects; the sign-in is a cookie, valid on
+every worker). See "Workers" in README.md.
 
 CORS (``cors_allowed_origins``, used by Reflex for its Starlette CORS middleware and the websocket server) answers
 only the origins of ``CRATER_PUBLIC_URLS``; without them, none (the console and its API are one origin). Reflex's
@@ -18,9 +21,10 @@ without public URLs (same host), is in ``crater_app.services.identity``.
 import reflex as rx
 
 from crater_app.auth.origins import parse_public_urls
-from crater_app.settings import get_settings
+from crater_app.settings import export_worker_count, get_settings
 
 _settings = get_settings()
+export_worker_count(_settings)
 
 _extra: dict[str, str] = {}
 if _settings.api_url:

@@ -144,7 +144,7 @@ class CraterServer:
             cmd = [str(VENV_BIN / "reflex"), "run", "--env", "prod", "--loglevel", os.environ.get("BENCH_LOGLEVEL", "warning")]
         else:
             cmd = [str(VENV_BIN / "granian"), "--interface", "asgi", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--workers", "1", "--log-level", "warning", "--factory", "crater_app.tasks:standalone_api"]
+                   "--workers", self.extra_env.get("CRATER_WORKERS", "1"), "--log-level", "warning", "--factory", "crater_app.tasks:standalone_api"]
         t0 = time.perf_counter()
         lock = open(BUILD_LOCK, "w")
         fcntl.flock(lock, fcntl.LOCK_EX)  # only while building/starting: .web is shared by the checkout

@@ -1,7 +1,9 @@
-"""Crater settings: the only reader of ``os.environ`` (pydantic-settings, prefix ``CRATER_``)."""
+"""Crater settings: the only reader of ``os.environ`` (pydantic-settings, prefix ``CRATER_``), and the only writer
+(``GRANIAN_WORKERS`` for Reflex, :func:`export_worker_count`)."""
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,6 +31,13 @@ class Settings(BaseSettings):
         loop_interval_s: period of the placement/reconcile loop, seconds.
         lease_ttl_s: seconds a leader lease stays valid without renewal.
         port: the single HTTP port for console and API.
+        workers: ``CRATER_WORKERS``, how many web worker processes ``reflex run --env prod`` starts (granian
+            workers behind one port); 0 means one per CPU core (``os.cpu_count()``). Default 1: on SQLite every write
+            takes the database's one write lock, and a submission with quotas decides under it, so a second worker
+            on 2 cores measured fewer submissions per second, not more (bench/README.md); several workers pay off
+            for reads (job pages) and on PostgreSQL. Every worker serves console and API; only the one holding the
+            database lease runs the loops (placement, reconcile, admission), and the others ring its doorbell after
+            a submission (``services.doorbell``). An explicit ``GRANIAN_WORKERS`` wins. See "Workers" in README.md.
         default_job_cpu, default_job_memory: the ``cpu``/``memory`` request of a job that names none (Kubernetes
             quantities, ``""`` for none), the same through the API and the console's form
             (:mod:`crater_app.domain.job_defaults`).
@@ -86,6 +95,7 @@ class Settings(BaseSettings):
     loop_interval_s: float = 0.2
     lease_ttl_s: float = 10.0
     port: int = Field(default=3000, validation_alias="PORT")
+    workers: int = Field(default=1, ge=0, le=64)
     api_url: str = ""
 
     default_job_cpu: str = "1"
@@ -129,11 +139,26 @@ class Settings(BaseSettings):
     oidc_display_name: str = "Single sign-on"
 
     @property
+    def worker_count(self) -> int:
+        """The web workers to start: ``workers``, or one per CPU core when it is 0."""
+        return self.workers or os.cpu_count() or 1
+
+    @property
     def resolved_database_url(self) -> str:
         """The database URL in use: ``database_url`` or the SQLite file in ``data_dir``."""
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir.resolve() / 'crater.db'}"
+
+
+def export_worker_count(settings: Settings) -> int:
+    """Make Reflex start :attr:`Settings.worker_count` granian workers (it reads ``GRANIAN_WORKERS`` when it
+    starts the production server, ``reflex/utils/exec.py``), unless ``GRANIAN_WORKERS`` is set already; returns the
+    count in effect. Called by ``rxconfig.py``, in the ``reflex run`` process, before the server starts."""
+    current = os.environ.get("GRANIAN_WORKERS")
+    if current is None:
+        os.environ["GRANIAN_WORKERS"] = current = str(settings.worker_count)
+    return int(current)
 
 
 @lru_cache

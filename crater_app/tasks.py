@@ -1,6 +1,7 @@
 """Background loops started with the web process: the leader loop (placement + reconcile) in a thread.
 
-Several workers/replicas may each start it; the database lease lets exactly one of them act.
+Every worker (``CRATER_WORKERS``) and replica starts it; the database lease lets exactly one of them act, and the
+others only watch the lease and ring the leader's doorbell (``services.doorbell``) after a submission.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import threading
 from contextlib import asynccontextmanager
 
 from crater_app.bootstrap import get_context
-from crater_app.services.reconcile import LeaderLoop
+from crater_app.services.leader import LeaderLoop
 
 
 def _freeze_heap() -> None:

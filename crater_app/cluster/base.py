@@ -101,7 +101,12 @@ class WorkloadStatus:
 
 @runtime_checkable
 class ClusterBackend(Protocol):
-    """What services need from a cluster. All methods are synchronous and thread-safe."""
+    """What services need from a cluster. All methods are synchronous and thread-safe.
+
+    A backend may also offer ``capacity() -> list[NodeInventory]``: the nodes without their allocations, cheaper
+    than :meth:`inventory` (read where only what the nodes have matters: submissions' fit checks, admission's machine
+    capacity); without it, :meth:`inventory` is used (``crater_app.services.nodes.capacity``).
+    """
 
     name: str
 

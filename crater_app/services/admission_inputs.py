@@ -15,6 +15,8 @@ from crater_app.domain import backfill
 from crater_app.domain import quota as q
 from crater_app.domain.admission import UserLimits
 from crater_app.services.context import ServiceContext
+from crater_app.services.doorbell import INVALIDATE, NUDGE
+from crater_app.services.nodes import capacity
 
 #: how long a process trusts its view of "is fair share configured" (any guarantee/deserved set)
 FAIRSHARE_FLAG_TTL_S = 2.0
@@ -115,10 +117,10 @@ def bound_of(ctx: ServiceContext, limits: UserLimits | None, max_runtime_s: int 
 
 
 def machine_capacity(ctx: ServiceContext) -> q.Usage:
-    """The machine's total: the sum over ``backend.inventory()`` nodes of cpu (millicores), memory (bytes) and
-    devices per resource name and per ``name:model``."""
+    """The machine's total: the sum over the backend's nodes (``services.nodes.capacity``) of cpu (millicores),
+    memory (bytes) and devices per resource name and per ``name:model``."""
     total: q.Usage = {}
-    for node in ctx.backend.inventory():
+    for node in capacity(ctx):
         total["cpu"] = total.get("cpu", 0) + node.cpu_m
         total["memory"] = total.get("memory", 0) + node.memory_bytes
         for d in node.devices:
@@ -146,14 +148,16 @@ def fair_share_configured(ctx: ServiceContext, s=None) -> bool:
 
 def nudge(ctx: ServiceContext) -> None:
     """Ask this process's loop for a full admission pass at its next round (e.g. a held job was cancelled: the
-    jobs behind it may start)."""
+    jobs behind it may start); in a process that is not the leader, the leader's (``services.doorbell``)."""
     ctx.cache["admission-dirty"] = True
-    ctx.kick.set()
+    ctx.kick.set(NUDGE)
 
 
 def invalidate(ctx: ServiceContext) -> None:
     """Forget the cached fair-share flag, user limits and member shares, and ask the loop for a full admission
-    pass (after a quota, share or limit change)."""
+    pass (after a quota, share or limit change); a process that is not the leader asks the leader to do the same
+    (``services.doorbell``; the other followers' caches expire within their TTL)."""
     for name in ("admission-fairshare", "admission-limits", "admission-shares"):
         ctx.cache.pop(name, None)
-    nudge(ctx)
+    ctx.cache["admission-dirty"] = True
+    ctx.kick.set(INVALIDATE)

@@ -29,6 +29,7 @@ from crater_app.services import admission, approvals, billing, idempotency, job_
 from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
+from crater_app.services.nodes import capacity
 from crater_app.services.job_reads import (  # noqa: F401 - part of this module's interface
     MAX_LOG_TAIL_BYTES, MAX_PAGE_SIZE, get_job, job_events, job_logs, list_jobs, name_of, readable,
 )
@@ -41,7 +42,7 @@ _JOBS, _OPERATION_LOGS = Job.__table__, OperationLog.__table__
 
 def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
     resources = resources or spec.resource_list
-    nodes = ctx.backend.inventory()
+    nodes = capacity(ctx)  # what the nodes have, not what they hold now: whether the request could ever fit
     check_offered(resources.accelerators, (d.resource for node in nodes for d in node.devices))  # did you mean
     req = Request(uid="", priority=0, created_at=datetime.min, cpu_m=resources.cpu_m,
                   memory_bytes=resources.memory_bytes, accelerators=resources.accelerators, model=spec.accelerator_model)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from sqlmodel import select
 
+from crater_app.cluster.base import NodeInventory
 from crater_app.db.models import Job, User
 from crater_app.schemas import DevicePublic, NodePublic
 from crater_app.domain.errors import Forbidden
 from crater_app.domain.policy import Actor, can_read_job, can_read_nodes
 from crater_app.services.context import ServiceContext
+
+
+def capacity(ctx: ServiceContext) -> list[NodeInventory]:
+    """The backend's nodes with what they have (their allocations left out where the backend offers
+    ``capacity()``, which costs no read of its state; else ``inventory()``)."""
+    fn = getattr(ctx.backend, "capacity", None)
+    return fn() if fn is not None else ctx.backend.inventory()
 
 
 def list_nodes(ctx: ServiceContext, actor: Actor) -> list[NodePublic]:

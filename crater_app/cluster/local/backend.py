@@ -98,6 +98,7 @@ class LocalBackend:
         self._children: dict[str, subprocess.Popen] = {}
         self._left_cgroups: dict[str, cg.JobCgroup] = {}  # cgroups of earlier runs not gone yet (removed by tick)
         self._creates = GroupCommit()
+        self._capacity: list[NodeInventory] | None = None
         self._store = Store(self.data_dir / "local" / "backend.db")
         self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock,
                               stop_grace_s=cancel_grace_s)
@@ -145,6 +146,19 @@ class LocalBackend:
             source=self.device_source, allocations=allocations, cpu_m_allocated=sum(r[2] for r in rows),
             memory_bytes_allocated=sum(r[3] for r in rows), enforcement=self.enforcement, isolation=self.trust,
         )]
+
+    def capacity(self) -> list[NodeInventory]:
+        """:meth:`inventory` without the allocations (no device held, nothing allocated), without reading the store:
+        what a submission checks a request against (whether it could ever fit) and admission's machine capacity.
+        This machine's CPU, memory and devices are found once, when the backend starts."""
+        nodes = self._capacity
+        if nodes is None:
+            nodes = self._capacity = [NodeInventory(
+                name=self.node_name, cpu_m=self.cpu_m, memory_bytes=self.memory_bytes, devices=self.devices,
+                source=self.device_source, allocations={}, cpu_m_allocated=0, memory_bytes_allocated=0,
+                enforcement=self.enforcement, isolation=self.trust,
+            )]
+        return nodes
 
     def create(self, workload: Workload) -> None:
         """Queue ``workload`` as ``Pending`` (idempotent on ``uid``)."""
