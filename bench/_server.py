@@ -262,14 +262,18 @@ class CraterServer:
 
     def cpu_seconds(self) -> float:
         """User+system CPU seconds used so far by supervisor + worker(s)."""
-        total = 0.0
+        return sum(self.cpu_by_process().values())
+
+    def cpu_by_process(self) -> dict[int, float]:
+        """pid -> user+system CPU seconds used so far, for supervisor and each worker."""
+        out = {}
         for p in self.server_processes():
             try:
                 t = p.cpu_times()
-                total += t.user + t.system
+                out[p.pid] = t.user + t.system
             except psutil.NoSuchProcess:
                 pass
-        return total
+        return out
 
     # -- API helpers ----------------------------------------------------------------------------------
     def login(self, username: str = "admin", password: str = ADMIN_PASSWORD) -> str:

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -68,6 +69,18 @@ def quota_project(server: CraterServer, admin: str, users: list[str], capability
         assert status == 200, body
 
 
+def _start_profiles(server: CraterServer, folder: str) -> list[subprocess.Popen]:
+    """py-spy ``record`` (raw collapsed stacks, 250 samples/s, without pausing the process) of every server process,
+    until interrupted; started a second early so that the samplers are attached when the load begins."""
+    os.makedirs(folder, exist_ok=True)
+    spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    spies = [subprocess.Popen([spy, "record", "-r", "250", "--nonblocking", "--gil", "-f", "raw", "-o", os.path.join(folder, f"{p.pid}.txt"),
+                               "-p", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for p in server.server_processes()]
+    time.sleep(1.0)
+    return spies
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2000)
@@ -78,6 +91,8 @@ def main() -> None:
     ap.add_argument("--capability", type=int, default=100_000, help="GPU capability of the quota project")
     ap.add_argument("--no-quota", action="store_true", help="submit into the default project (no quota)")
     ap.add_argument("--workers", type=int, default=None, help="CRATER_WORKERS for the server (default: its own)")
+    ap.add_argument("--profile", metavar="DIR", default=None,
+                    help="record each server process with py-spy during the measured run (raw stacks, DIR/<pid>.txt)")
     ap.add_argument("--no-slurm", action="store_true", help="do not run the Slurm anchor")
     ap.add_argument("--slurm-anchor", default=SLURM_ANCHOR)
     ap.add_argument("--slurm-jobs", type=int, default=2000)
@@ -118,9 +133,14 @@ def main() -> None:
         if args.warmup:
             run_load(server.port, requests("warm", args.warmup), args.warmup, args.clients)
         reqs = requests("bench", args.jobs)
-        cpu0 = server.cpu_seconds()
+        spies = _start_profiles(server, args.profile) if args.profile else []
+        cpu0, by_process0 = server.cpu_seconds(), server.cpu_by_process()
         meter = MachineMeter().start()
         result = run_load(server.port, reqs, args.jobs, args.clients)
+        by_process = {pid: t - by_process0.get(pid, 0.0) for pid, t in server.cpu_by_process().items()}
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            spy.wait(30)
         server_cpu = server.cpu_seconds() - cpu0
         machine = meter.stop(server_cpu + result.client_cpu_s)
 
@@ -136,6 +156,7 @@ def main() -> None:
         print(f"cpu: server {server_cpu:.2f} s ({server_cpu / result.elapsed_s * 100:.0f}% of one core, "
               f"{server_cpu / result.count * 1000:.2f} ms/submission), client {result.client_cpu_s:.2f} s "
               f"({result.client_cpu_s / result.count * 1000:.2f} ms/request)")
+        print("cpu by server process (s): " + ", ".join(f"{pid} {t:.2f}" for pid, t in sorted(by_process.items())))
         print(machine)
 
         # Everything submitted must be queued behind the blocker (the control plane kept up).

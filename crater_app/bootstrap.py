@@ -12,7 +12,7 @@ from crater_app.db.engine import make_engine
 from crater_app.db.migrate import upgrade
 from crater_app.domain.job_defaults import default_resources
 from crater_app.services.console_sessions import check_settings
-from crater_app.services.context import ServiceContext
+from crater_app.services.context import ServiceContext, WriterLock
 from crater_app.settings import Settings, get_settings
 
 _lock = threading.Lock()
@@ -33,6 +33,7 @@ def make_backend(settings: Settings) -> ClusterBackend:
             cgroups=settings.local_cgroups, cgroup_root=settings.local_cgroup_root,
             cgroup_parent=settings.local_cgroup_parent, pids_max=settings.local_pids_max,
             uid_range=(settings.local_uid_min, settings.local_uid_max), account_prefix=settings.local_account_prefix,
+            store_turn=lambda path: WriterLock(f"{path}.writer-lock"),  # its writers in every web worker queue here
         )
     raise ValueError(f"CRATER_BACKEND must be 'local' (got {settings.backend!r})")
 

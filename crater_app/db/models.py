@@ -202,6 +202,25 @@ class Job(SQLModel, table=True):
     exit_signal: Optional[int] = None
 
 
+class ActiveUsage(SQLModel, table=True):
+    """How many active jobs (``Queued``/``Running``/``Stopping``, not being stopped by a preemption) each project and
+    user has of one request shape: kept by database triggers on ``jobs`` (migration 0006), so that admission reads
+    a project's usage in a few rows instead of grouping every active job under the write lock.
+
+    ``accelerator_model`` is ``""`` for a job without one; ``resources`` the job's request as its JSON text. Rows
+    whose count falls to 0 are deleted by the triggers.
+    """
+
+    __tablename__ = "active_usage"
+    project_id: int = Field(primary_key=True)
+    user_id: int = Field(primary_key=True)
+    kind: str = Field(primary_key=True, max_length=16)
+    preemptible: bool = Field(primary_key=True)
+    accelerator_model: str = Field(primary_key=True, max_length=128)
+    resources: str = Field(sa_column=Column(Text, primary_key=True))
+    jobs: int = Field(default=0, sa_column=Column(Integer, nullable=False))
+
+
 class JobEvent(SQLModel, table=True):
     """One transition or notable fact about a job: ``phase`` after it, ``reason`` (CamelCase word),
     ``message`` (sentence). Backend states Crater does not know are kept verbatim in ``message``."""

@@ -23,7 +23,8 @@ from crater_app.settings import Settings
 class WriterLock:
     """The turn at SQLite's single write lock, taken before ``BEGIN IMMEDIATE``: a re-entrant lock among this
     process's threads, then an exclusive ``flock`` on ``path`` (a file beside the database) among the processes
-    (web workers, the CLI) that use the database.
+    (web workers, the CLI) that use the database. Crater's database has one; so has the local backend's state database
+    (``cluster.local.store.Store``, through ``bootstrap.make_backend``).
 
     Without it, the writers of other processes wait in SQLite's busy handler, which polls with sleeps of up to
     100 ms: with several web workers, a submission then sometimes waits tens of milliseconds for a lock that was

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.both_databases  # every migration must run on both dial
 TABLES = {
     "users", "projects", "project_members", "api_tokens", "jobs", "job_events", "operation_logs", "leases",
     "approvals", "notifications", "billing_prices", "point_ledger", "console_sessions", "idempotency_records",
+    "active_usage",
 }
 INDEXES = {
     "jobs": {"ix_jobs_name", "ix_jobs_phase_id", "ix_jobs_user_id_id", "ix_jobs_project_id_id"},
@@ -125,3 +126,47 @@ def test_0004_gives_existing_rows_the_defaults(empty_db_url):
     assert project[0] in ({}, "{}") and project[1] == 0
     assert user == (0, None)
     assert share in ({}, "{}")
+
+
+def test_0006_counts_the_active_jobs_there_are_and_its_triggers_keep_counting(empty_db_url):
+    """``active_usage`` starts from the jobs active when the migration runs (a job being stopped for a preemption
+    and a finished one left out), and the triggers move the counts with every later write."""
+    upgrade(empty_db_url, "0005")
+    engine = make_engine(empty_db_url)
+    job = ("INSERT INTO jobs (uid, name, project_id, user_id, image, command, env, resources, cpu_m, memory_bytes, "
+           "gpus, priority, phase, reason, devices, created_at, kind, preemptible, reclaim_lock, reason_code, "
+           "reason_args, charged_points, attempt, requeue_on_preemption, accelerator_model) VALUES (:uid, 'j', 1, 1, "
+           "'i', '[]', '{}', :resources, 0, 0, 1, 0, :phase, '', '[]', CURRENT_TIMESTAMP, 'batch', false, false, "
+           ":code, '{}', 0, 1, true, :model)")
+    gpu = '{"nvidia.com/gpu": "1"}'
+
+    def counts(conn) -> list[tuple]:
+        return sorted(tuple(r) for r in conn.execute(text(
+            "SELECT accelerator_model, resources, jobs FROM active_usage ORDER BY accelerator_model")).all())
+
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO projects (id, name, display_name, description, created_at) "
+                              "VALUES (1, 'p', '', '', CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO users (id, username, username_key, username_skeleton, display_name, "
+                              "email, role, status, created_at, default_project_id) VALUES (1, 'u', 'u', 'u', '', '', "
+                              "'user', 'active', CURRENT_TIMESTAMP, 1)"))
+            for uid, phase, code, model in (("a", "Running", "", None), ("b", "Queued", "", None),
+                                            ("c", "Stopping", "preempted", None), ("d", "Succeeded", "", None),
+                                            ("e", "Queued", "", "A100")):
+                conn.execute(text(job), {"uid": uid, "resources": gpu, "phase": phase, "code": code, "model": model})
+        upgrade(empty_db_url)
+        with engine.begin() as conn:
+            assert counts(conn) == [("", gpu, 2), ("A100", gpu, 1)]
+            conn.execute(text("UPDATE jobs SET phase = 'Running' WHERE uid = 'b'"))  # active to active: no change
+            conn.execute(text("UPDATE jobs SET phase = 'Succeeded' WHERE uid = 'a'"))
+            conn.execute(text("UPDATE jobs SET reason_code = 'preempted', phase = 'Stopping' WHERE uid = 'b'"))
+            assert counts(conn) == [("A100", gpu, 1)]  # a count that falls to 0 leaves no row
+            conn.execute(text("UPDATE jobs SET phase = 'Held', reason_code = 'requeued' WHERE uid = 'c'"))
+            conn.execute(text("UPDATE jobs SET phase = 'Queued', reason_code = '' WHERE uid = 'c'"))
+            conn.execute(text("UPDATE jobs SET accelerator_model = 'A100' WHERE uid = 'c'"))
+            assert counts(conn) == [("A100", gpu, 2)]
+            conn.execute(text("DELETE FROM jobs WHERE uid = 'e'"))
+            assert counts(conn) == [("A100", gpu, 1)]
+    finally:
+        engine.dispose()

@@ -17,7 +17,7 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 from crater_app.cluster.base import Device, NodeInventory, Workload, WorkloadStatus
 from crater_app.cluster.local import cgroups as cg
@@ -54,6 +54,8 @@ class LocalBackend:
         cgroups: ``auto``/``on``/``off`` (``CRATER_LOCAL_CGROUPS``): a cgroup per workload under
             ``cgroup_root``/<controller>/``cgroup_parent``; ``pids_max`` processes per job (0: no limit).
         uid_range, account_prefix: the job accounts' uids and name prefix.
+        store_turn: given the state database's path, the context manager its writers take before each write
+            transaction (the application passes a cross-process file lock, for several web workers); default none.
 
     Raises:
         InvalidInput: a setting out of range, or ``on`` for something this machine does not offer.
@@ -66,6 +68,7 @@ class LocalBackend:
         clock: Callable[[], float] = time.time, *, isolation: str = "off", cgroups: str = "auto",
         cgroup_root: Path = Path("/sys/fs/cgroup"), cgroup_parent: str = "crater", pids_max: int = DEFAULT_PIDS_MAX,
         uid_range: tuple[int, int] = DEFAULT_UID_RANGE, account_prefix: str = DEFAULT_PREFIX,
+        store_turn: Callable[[Path], ContextManager] | None = None,
     ) -> None:
         check_mode(cgroups, "CRATER_LOCAL_CGROUPS")
         if not _PARENT.fullmatch(cgroup_parent) or ".." in cgroup_parent.split("/"):
@@ -99,7 +102,8 @@ class LocalBackend:
         self._left_cgroups: dict[str, cg.JobCgroup] = {}  # cgroups of earlier runs not gone yet (removed by tick)
         self._creates = GroupCommit()
         self._capacity: list[NodeInventory] | None = None
-        self._store = Store(self.data_dir / "local" / "backend.db")
+        store = self.data_dir / "local" / "backend.db"
+        self._store = Store(store, store_turn(store) if store_turn is not None else None)
         self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock,
                               stop_grace_s=cancel_grace_s)
         self._harden()

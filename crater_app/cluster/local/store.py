@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterator
 
 from crater_app.cluster.base import WorkloadStatus
 
@@ -77,10 +77,13 @@ def status_from_row(row: tuple) -> WorkloadStatus:
 
 class Store:
     """The SQLite store at ``path`` (created with its folder when missing). Thread-safe: one connection behind a
-    re-entrant lock (``lock``), transactions through :meth:`tx`."""
+    re-entrant lock (``lock``), transactions through :meth:`tx`. ``turn``: a re-entrant context manager taken before
+    each write transaction, so that the writers of several processes (web workers) queue for the database's one
+    write lock instead of polling in SQLite's busy handler (``services.context.WriterLock``); default: none."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, turn: ContextManager | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.turn = turn if turn is not None else nullcontext()
         self.lock = threading.RLock()
         self.conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -95,7 +98,7 @@ class Store:
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``), committed on success and rolled back on any exception."""
-        with self.lock:
+        with self.turn, self.lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn

@@ -18,7 +18,7 @@ from sqlalchemy import and_, case, cast, func, or_, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.types import Text
 
-from crater_app.db.models import Job, Project, ProjectMember, User
+from crater_app.db.models import ActiveUsage, Job, Project, ProjectMember, User
 from crater_app.db.queries.resource_lists import job_usage, project_quota, quota_list, usage_of_shape
 from crater_app.domain import backfill
 from crater_app.domain import quota as q
@@ -43,6 +43,10 @@ HELD_WINDOW = 16
 MACHINE_LOCK_KEY = 0x6372617465720001
 
 _JOBS, _PROJECTS, _USERS, _MEMBERS = Job.__table__, Project.__table__, User.__table__, ProjectMember.__table__
+_USAGE = ActiveUsage.__table__
+#: the submission time of a group of admitted jobs (a group is never a preemption candidate, the one place where an
+#: admitted job's time counts: ``domain.admission.reclaim``)
+_GROUPED_AT = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 # ---- the snapshot --------------------------------------------------------------------------------------------
@@ -191,8 +195,8 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
     (``None``: every project), plus the interactive sessions of ``user_ids`` anywhere (they count towards
     ``max_sessions``).
 
-    One grouped query over ``ix_jobs_phase_project_user`` (jobs of the same project, user, kind and request shape
-    are parsed once) into ``snap.groups`` (one demand per group, see :meth:`Snapshot.plan`); with
+    The counts of ``active_usage`` (kept by triggers on ``jobs``, migration 0006: a few rows per project, however
+    many jobs it runs) into ``snap.groups`` (one demand per group, see :meth:`Snapshot.plan`); with
     ``individual_preemptible``, preemptible jobs are read one by one (they are the candidates a preemption names,
     keyed by their job id, with priority and submission time); only ``Running`` ones are candidates (``Demand``
     ``preemptible``): a job admitted but not started yet holds no device on the backend, and preempting it would
@@ -203,15 +207,15 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
     c = _JOBS.c
     shape = cast(c.resources, Text)
     where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
+    u = _USAGE.c
+    grouped = [u.jobs > 0]
     if project_ids is not None:
         where.append(c.project_id.in_(sorted(set(project_ids))))
-    rows = s.execute(
-        sa_select(c.project_id, c.user_id, c.kind, c.preemptible, c.accelerator_model, shape, func.count(),
-                  func.min(c.created_at))
-        # Grouped with the project last: SQLite (with statistics) would otherwise walk a project index for the
-        # grouping order over every job instead of seeking the few active ones in the phase indexes.
-        .where(*where).group_by(c.kind, c.preemptible, c.accelerator_model, shape, c.user_id, c.project_id)
-    ).all()
+        grouped.append(u.project_id.in_(sorted(set(project_ids))))
+    rows = [(pid, uid, kind, preemptible, model or None, resources, count, _GROUPED_AT) for
+            pid, uid, kind, preemptible, model, resources, count in s.execute(
+                sa_select(u.project_id, u.user_id, u.kind, u.preemptible, u.accelerator_model, u.resources, u.jobs)
+                .where(*grouped)).all()]
     n = 0
     sessions_seen: set[int] = set()
     for pid, uid, kind, preemptible, model, resources, count, first in rows:
