@@ -8,7 +8,7 @@ import logging
 import uuid
 from datetime import datetime
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, func
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 
 # Core tables: inserts without ORM objects.
 _JOBS, _OPERATION_LOGS = Job.__table__, OperationLog.__table__
+# The statements of the submission write transaction, built once (see db.queries.admission: building one costs more
+# Python than running it, and it runs under the write lock).
+_INSERT_JOB, _INSERT_EVENT, _INSERT_OPERATION_LOG = _JOBS.insert(), EVENTS.insert(), _OPERATION_LOGS.insert()
+_IDS_BY_UID = sa_select(_JOBS.c.uid, _JOBS.c.id).where(_JOBS.c.uid.in_(bindparam("uids", expanding=True)))
 
 
 def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
@@ -160,20 +164,18 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
         ok = [item for item in batch if item.error is None]
         ids: list[int] = []
         if len(ok) == 1:
-            ids = [s.execute(_JOBS.insert(), ok[0].values).inserted_primary_key[0]]
+            ids = [s.execute(_INSERT_JOB, ok[0].values).inserted_primary_key[0]]
         elif ok:  # one executemany, then the new ids by uid (unique): two statements for any batch size
-            s.execute(_JOBS.insert(), [item.values for item in ok])
-            by_uid = dict(s.execute(
-                sa_select(_JOBS.c.uid, _JOBS.c.id).where(_JOBS.c.uid.in_([item.values["uid"] for item in ok]))
-            ).all())
+            s.execute(_INSERT_JOB, [item.values for item in ok])
+            by_uid = dict(s.execute(_IDS_BY_UID, {"uids": [item.values["uid"] for item in ok]}).all())
             ids = [by_uid[item.values["uid"]] for item in ok]
         if ok:
             at = utcnow()
             host = ctx.backend.name == "local"
-            s.execute(EVENTS.insert(), [
+            s.execute(_INSERT_EVENT, [
                 row for job_id, item in zip(ids, ok) for row in _events_of(item, job_id, at, host)
             ])
-            s.execute(_OPERATION_LOGS.insert(), [_oplog_row(item, job_id) for job_id, item in zip(ids, ok)])
+            s.execute(_INSERT_OPERATION_LOG, [_oplog_row(item, job_id) for job_id, item in zip(ids, ok)])
             # Large jobs (rare): their approval requests, and a notification to who may decide them.
             by_job = {item_id: item for item_id, item in zip(ids, ok)}
             for row in admission.approval_rows(ok, ids):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import cast, func, or_, text
+from sqlalchemy import bindparam, cast, func, or_, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.types import Text
 
@@ -113,20 +113,31 @@ class Snapshot:
         return {(d.project_id, d.user_id) for d in self.demands} | {(g[0], g[1]) for g in self.groups}
 
 
+def _lock_projects_statement():
+    p, c = _PROJECTS.c, _JOBS.c
+    held = (sa_select(func.count()).where(c.phase == HELD, c.project_id == p.id)
+            .correlate(_PROJECTS).scalar_subquery())
+    return (sa_select(p.id, p.name, p.expires_at, cast(p.guarantee, Text), cast(p.deserved, Text),
+                      cast(p.capability, Text), held)
+            .where(p.id.in_(bindparam("ids", expanding=True))).order_by(p.id).with_for_update(of=_PROJECTS))
+
+
+# Statements that every submission's write transaction runs are built once: building a statement and deriving its
+# cache key cost ~0.3 ms of Python each time (5x the query itself), under the write lock (bench/README.md).
+_LOCK_PROJECTS = _lock_projects_statement()
+_U = _USAGE.c
+_ACTIVE_USAGE = sa_select(_U.project_id, _U.user_id, _U.kind, _U.preemptible, _U.accelerator_model, _U.resources,
+                          _U.jobs).where(_U.jobs > 0)
+_ACTIVE_USAGE_OF = _ACTIVE_USAGE.where(_U.project_id.in_(bindparam("ids", expanding=True)))
+
+
 def lock_projects(s, project_ids: Iterable[int], snap: Snapshot) -> None:
     """Lock (PostgreSQL: ``FOR UPDATE``, in id order; SQLite: the transaction already holds the write lock) and
     read the rows of ``project_ids``: quotas, expiry and how many jobs each holds ``Held`` go into ``snap``."""
     ids = sorted(set(project_ids))
     if not ids:
         return
-    p, c = _PROJECTS.c, _JOBS.c
-    held = (sa_select(func.count()).where(c.phase == HELD, c.project_id == p.id)
-            .correlate(_PROJECTS).scalar_subquery())
-    rows = s.execute(
-        sa_select(p.id, p.name, p.expires_at, cast(p.guarantee, Text), cast(p.deserved, Text),
-                  cast(p.capability, Text), held)
-        .where(p.id.in_(ids)).order_by(p.id).with_for_update(of=_PROJECTS)
-    ).all()
+    rows = s.execute(_LOCK_PROJECTS, {"ids": ids}).all()
     for pid, name, expires_at, guarantee, deserved, capability, held_jobs in rows:
         snap.quotas[pid] = project_quota(pid, name, guarantee, deserved, capability)
         snap.expires[pid] = expires_at
@@ -204,18 +215,12 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
     ``reclaim`` action likewise evicts only running tasks). Jobs being stopped by a preemption (``reason_code``
     :data:`PREEMPTED`) are left out: their room went to the job they were stopped for.
     """
-    c = _JOBS.c
-    shape = cast(c.resources, Text)
-    where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
-    u = _USAGE.c
-    grouped = [u.jobs > 0]
     if project_ids is not None:
-        where.append(c.project_id.in_(sorted(set(project_ids))))
-        grouped.append(u.project_id.in_(sorted(set(project_ids))))
-    rows = [(pid, uid, kind, preemptible, model or None, resources, count, _GROUPED_AT) for
-            pid, uid, kind, preemptible, model, resources, count in s.execute(
-                sa_select(u.project_id, u.user_id, u.kind, u.preemptible, u.accelerator_model, u.resources, u.jobs)
-                .where(*grouped)).all()]
+        found = s.execute(_ACTIVE_USAGE_OF, {"ids": sorted(set(project_ids))}).all()
+    else:
+        found = s.execute(_ACTIVE_USAGE).all()
+    rows = [(pid, uid, kind, preemptible, model or None, resources, count, _GROUPED_AT)
+            for pid, uid, kind, preemptible, model, resources, count in found]
     n = 0
     sessions_seen: set[int] = set()
     for pid, uid, kind, preemptible, model, resources, count, first in rows:
@@ -225,6 +230,11 @@ def read_admitted(s, snap: Snapshot, project_ids: list[int] | None, individual_p
             continue  # read one by one below
         snap.groups.append((pid, uid, kind, dict(usage_of_shape(resources, model)), count, first))
     extra_users = sorted(set(user_ids) - sessions_seen)
+    c = _JOBS.c
+    shape = cast(c.resources, Text)
+    where = [c.phase.in_(ACTIVE_PHASES), c.reason_code != PREEMPTED]
+    if project_ids is not None:
+        where.append(c.project_id.in_(sorted(set(project_ids))))
     if extra_users and project_ids is not None:
         # Sessions of these users in projects outside ``project_ids`` (max_sessions counts all of a user's sessions).
         for pid, uid, model, resources, created in s.execute(
