@@ -36,6 +36,7 @@ import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass
+from itertools import chain
 from typing import Iterator
 
 from crater_app.domain.errors import InvalidInput
@@ -210,17 +211,22 @@ class Accounts:
     def _find_or_create(self, conn: sqlite3.Connection, user: str) -> Account:
         comment = self.comment(user)
         low, high = self.uid_range
-        names = []
-        for name in account_names(user, self.prefix):
+        candidates = account_names(user, self.prefix)
+        # The names in use up to the first free one: one of them is this user's account when it was made before its
+        # allocation was committed (it took the first name free then). Names after the first free one are only
+        # looked at when creating fails for that one: there are more than 100,000 of them.
+        for name in candidates:
             try:
                 found = pwd.getpwnam(name)
             except KeyError:
-                names.append(name)
-                continue
+                first_free = name
+                break
             if found.pw_gecos == comment and low <= found.pw_uid <= high:
                 return Account(user, name, found.pw_uid, found.pw_gid)  # made before its allocation was committed
+        else:
+            raise AccountError("local.account_names_taken", user=user)
         taken = {r[0] for r in conn.execute("SELECT uid FROM accounts")}
-        for name in names:
+        for name in chain([first_free], candidates):
             for uid in range(low, high + 1):
                 if uid in taken or _in_use(uid):
                     continue
