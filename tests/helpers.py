@@ -168,14 +168,18 @@ def signed_in(world, name: str) -> Actor:
     return identity.authenticate(world.ctx, world.tokens[name])
 
 
-def two_teams(world, deserved_gpus: int) -> tuple[Actor, Actor]:
-    """Projects ``team-a`` (member alice) and ``team-b`` (member bob), each deserving ``deserved_gpus`` devices of
-    ``nvidia.com/gpu`` under fair share; returns (alice, bob) as they sign in now."""
+def two_teams(world, deserved_gpus: int | tuple[int, int],
+              names: tuple[str, str] = ("team-a", "team-b")) -> tuple[Actor, Actor]:
+    """Projects ``names`` (default ``team-a`` with member alice, ``team-b`` with member bob) deserving
+    ``deserved_gpus`` devices of ``nvidia.com/gpu`` each (or the pair's own numbers; 0: no quota) under fair share;
+    returns (alice, bob) as they sign in now."""
     ctx, admin = world.ctx, world.admin
-    for name, user in (("team-a", "alice"), ("team-b", "bob")):
+    deserved = deserved_gpus if isinstance(deserved_gpus, tuple) else (deserved_gpus, deserved_gpus)
+    for name, user, gpus in zip(names, ("alice", "bob"), deserved):
         projects.create_project(ctx, admin, name)
         projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {"nvidia.com/gpu": deserved_gpus}})
+        if gpus:
+            quotas.set_quota(ctx, admin, name, {"deserved": {"nvidia.com/gpu": gpus}})
     return signed_in(world, "alice"), signed_in(world, "bob")
 
 

@@ -11,7 +11,7 @@ from crater_app.services import admission, jobs, projects, quotas
 from crater_app.services.reconcile import LeaderLoop
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import drive_until, job_row, signed_in, spec, wait_for
+from tests.helpers import drive_until, job_row, signed_in, spec, two_teams, wait_for
 
 GPU = "nvidia.com/gpu"
 
@@ -51,12 +51,7 @@ def fair(make_ctx):
     """A FakeBackend with 2 GPUs and fair share on: vision (alice) deserves 2, speech (bob) 1."""
     fake = FakeBackend(gpu_devices(2))
     world = populate(make_ctx(backend=fake))
-    ctx, admin = world.ctx, world.admin
-    for name, user, deserved in (("vision", "alice", 2), ("speech", "bob", 1)):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        quotas.set_quota(ctx, admin, name, {"deserved": {GPU: deserved}})
-    world.alice, world.bob = signed_in(world, "alice"), signed_in(world, "bob")
+    world.alice, world.bob = two_teams(world, (2, 1), names=("vision", "speech"))
     return world, fake
 
 

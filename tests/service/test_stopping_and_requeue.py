@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from crater_app.cluster.base import WorkloadStatus
-from crater_app.services import identity, job_reasons, jobs, leases, nodes, projects, quotas, stops
+from crater_app.services import job_reasons, jobs, leases, nodes, quotas, stops
 from crater_app.services.reconcile import LEASE_NAME, LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
 from tests.fakes import FakeBackend
-from tests.helpers import drive_until, events, job_row, signed_in, spec, two_teams, wait_for
+from tests.helpers import drive_until, events, job_row, spec, two_teams, wait_for
 
 GPU = "nvidia.com/gpu"
 
@@ -86,13 +86,8 @@ def _reclaim_world(make_ctx):
     """Two GPUs held by two preemptible jobs of team-b (which deserves none); team-a deserves both."""
     fake = FakeBackend(gpu_devices(2))
     world = populate(make_ctx(backend=fake))
-    ctx, admin = world.ctx, world.admin
-    for name, user, deserved in (("team-a", "alice", 2), ("team-b", "bob", 0)):
-        projects.create_project(ctx, admin, name)
-        projects.set_member(ctx, admin, name, user, "member")
-        if deserved:
-            quotas.set_quota(ctx, admin, name, {"deserved": {GPU: deserved}})
-    alice, bob = signed_in(world, "alice"), signed_in(world, "bob")
+    ctx = world.ctx
+    alice, bob = two_teams(world, (2, 0))
     ctx.bob = bob  # the owner of the preemptible jobs, for the tests that cancel one
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sleep", "60"], project="team-b", resources={GPU: 1},
@@ -144,13 +139,19 @@ def test_a_job_cancelled_while_a_preemption_stops_it_ends_cancelled_and_its_room
     drive_until(loop, want.id, "Running")
 
 
-def test_a_cancel_that_does_not_reach_the_backend_is_sent_again_with_a_growing_wait(clock, make_ctx):
+def _running_with_a_flaky_cancel(make_ctx, failures: int):
+    """A running 1-GPU job of alice on a FakeBackend whose ``cancel`` fails ``failures`` times for it."""
     fake = FakeBackend(gpu_devices(1))
     world = populate(make_ctx(backend=fake))
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
     job = jobs.submit_job(ctx, world.alice, spec("stop-me", ["sleep", "600"], resources={GPU: 1}))
     drive_until(loop, job.id, "Running")
-    flaky = fake.cancel = FlakyCancel(fake, {job.uid: 3})
+    flaky = fake.cancel = FlakyCancel(fake, {job.uid: failures})
+    return fake, world, ctx, loop, job, flaky
+
+
+def test_a_cancel_that_does_not_reach_the_backend_is_sent_again_with_a_growing_wait(clock, make_ctx):
+    fake, world, ctx, loop, job, flaky = _running_with_a_flaky_cancel(make_ctx, 3)
     assert jobs.cancel_job(ctx, world.alice, job.id).phase == "Stopping"  # the failure is not the caller's error
     after = stops.RESEND_AFTER_S
     for wait, calls in ((after - 1, 1), (2, 2), (after, 3), (2 * after - 1, 3), (1, 4)):
@@ -164,12 +165,7 @@ def test_a_cancel_that_does_not_reach_the_backend_is_sent_again_with_a_growing_w
 
 
 def test_a_new_leader_sends_every_stop_the_backend_has_not_acted_on_at_once(clock, make_ctx):
-    fake = FakeBackend(gpu_devices(1))
-    world = populate(make_ctx(backend=fake))
-    ctx, loop = world.ctx, LeaderLoop(world.ctx)
-    job = jobs.submit_job(ctx, world.alice, spec("stop-me", ["sleep", "600"], resources={GPU: 1}))
-    drive_until(loop, job.id, "Running")
-    flaky = fake.cancel = FlakyCancel(fake, {job.uid: 1})
+    fake, world, ctx, loop, job, flaky = _running_with_a_flaky_cancel(make_ctx, 1)
     jobs.cancel_job(ctx, world.alice, job.id)  # as if the process died before the stop reached the backend
     assert fake.status(job.uid).state == "Running"
     leases.release(ctx, LEASE_NAME, loop.holder)  # the old leader hands over
@@ -217,7 +213,7 @@ def test_requeue_and_stopping_end_to_end_on_the_local_backend(make_ctx):
     """Real processes: a preempted job is Stopping until its process has exited, goes back to Crater's queue for
     its second attempt, and runs again under the same uid (same folder: its log goes on) when room appears."""
     world = populate(make_ctx(gpus=2, cancel_grace_s=0.5))
-    ctx, admin = world.ctx, world.admin
+    ctx = world.ctx
     alice, bob = two_teams(world, 1)
     loop = LeaderLoop(ctx)
     fills = [jobs.submit_job(ctx, bob, spec(f"fill-{i}", ["sh", "-c", f"echo run of fill-{i}; sleep 60"],
