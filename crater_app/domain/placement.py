@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 
 from crater_app import i18n
 from crater_app.domain import backfill
@@ -85,12 +86,18 @@ class Running:
 
 @dataclass(frozen=True)
 class Decision:
-    """Result of :func:`place`: ``placed`` uid -> device indices; ``waiting`` uid -> reason sentence (English);
-    ``reasons`` uid -> ``(code, args)``: the same reason as a catalogue code (``event.<code>``) and arguments."""
+    """Result of :func:`place`: ``placed`` uid -> device indices; ``reasons`` uid -> ``(code, args)`` of every
+    waiting request: its reason as a catalogue code (``event.<code>``) and arguments; :attr:`waiting` the same as
+    English sentences."""
 
     placed: dict[str, tuple[int, ...]]
-    waiting: dict[str, str]
     reasons: dict[str, tuple[str, dict]] = field(default_factory=dict)
+
+    @cached_property
+    def waiting(self) -> dict[str, str]:
+        """uid -> the reason's English sentence, rendered on first use (a round over a long queue compares codes
+        and arguments and renders only the reasons that changed)."""
+        return {uid: _message(code, args) for uid, (code, args) in self.reasons.items()}
 
 
 def queue_order(requests: list[Request]) -> list[Request]:
@@ -241,8 +248,7 @@ def place(requests: list[Request], capacity: Capacity, running: tuple[Running, .
         cpu -= req.cpu_m
         mem -= req.memory_bytes
         placed[req.uid] = tuple(sorted(d.index for d in picked))
-    waiting = {uid: _message(code, args) for uid, (code, args) in reasons.items()}
-    return Decision(placed=placed, waiting=waiting, reasons=reasons)
+    return Decision(placed=placed, reasons=reasons)
 
 
 def waiting_reason(request: dict[str, int], free: dict[str, int], estimate: dict) -> tuple[str, dict]:

@@ -68,18 +68,17 @@ class Placer:
                 memory_bytes=self.memory_bytes - sum(r[3] for r in running),
                 devices=tuple(FreeDevice(d.index, d.resource, d.model) for d in self.devices if d.index not in held),
             )
-            pending = conn.execute("SELECT uid, message FROM workloads WHERE state = ?", (PENDING,)).fetchall()
+            pending = conn.execute("SELECT uid, code, args FROM workloads WHERE state = ?", (PENDING,)).fetchall()
             requests = self._pending_requests(conn, [r[0] for r in pending])
-            messages = dict(pending)
+            stored = {uid: (code, args) for uid, code, args in pending}
             decision = place(requests, capacity, holding, ts(now))
-            changed = [(uid, message) for uid, message in decision.waiting.items() if messages[uid] != message]
+            # Compared as code and arguments (their JSON text, as stored): only a reason that changed is rendered.
+            changed = [(uid, code, args, text) for uid, (code, args) in decision.reasons.items()
+                       if stored[uid] != (code, text := json.dumps(args))]
             if changed:  # as one Store.update per workload (revs head+1, head+2, ...), in one statement
                 rev = self.store.next_rev(conn)
-                rows = []
-                for i, (uid, message) in enumerate(changed):
-                    code, args = decision.reasons.get(uid, ("", {}))
-                    rows.append(("Queued", english(code, args) if code else message, code, json.dumps(args),
-                                 rev + i, uid))
+                rows = [("Queued", english(code, args), code, text, rev + i, uid)
+                        for i, (uid, code, args, text) in enumerate(changed)]
                 conn.executemany("UPDATE workloads SET reason = ?, message = ?, code = ?, args = ?, rev = ?"
                                  " WHERE uid = ?", rows)
             deferred = False
