@@ -94,7 +94,9 @@ async def run_once(request: Request, raw_key: str, handler: Handler) -> Response
     caller = await deps.resolve_caller(request, ctx)
     body = await read_body(request)
     path = request.url.path
-    request_hash = idempotency.fingerprint(request.method, path, body)
+    # The query string is part of the request: the same key with other query parameters is another request.
+    target = f"{path}?{request.url.query}" if request.url.query else path
+    request_hash = idempotency.fingerprint(request.method, target, body)
     outcome = await run_in_threadpool(idempotency.begin, ctx, caller.user_id, key, request.method, path,
                                       request_hash)
     if isinstance(outcome, idempotency.StoredAnswer):

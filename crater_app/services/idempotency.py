@@ -157,8 +157,8 @@ def parse_key(raw: str) -> str:
 
 
 def fingerprint(method: str, path: str, body: bytes) -> str:
-    """SHA-256 (hex, 64 characters) of the request a key was used for: method, path and body bytes. The draft
-    leaves the fingerprint to the server; a retry sends the same bytes."""
+    """SHA-256 (hex, 64 characters) of the request a key was used for: method, ``path`` (with its query string, when
+    it has one) and body bytes. The draft leaves the fingerprint to the server; a retry sends the same bytes."""
     digest = hashlib.sha256()
     for part in (method.upper().encode("ascii", "replace"), path.encode("utf-8", "surrogatepass"), body):
         digest.update(len(part).to_bytes(8, "big"))

@@ -65,6 +65,14 @@ def test_the_same_key_with_another_body_is_a_422_naming_the_header(api):
     assert counts(api.world.ctx) == {**before, "operation_logs": before["operation_logs"] + 1}  # admin's project
 
 
+def test_the_same_key_and_body_with_other_query_parameters_is_another_request(api):
+    assert _post(api, "/api/v1/jobs?dry=1", "with-query", json=JOB).status_code == 201
+    r = _post(api, "/api/v1/jobs?dry=2", "with-query", json=JOB)
+    assert_error(r, 422, "invalid", "Idempotency-Key", code="idempotency.key_reused")
+    again = _post(api, "/api/v1/jobs?dry=1", "with-query", json=JOB)
+    assert again.headers["idempotent-replayed"] == "true" and _count(api.world.ctx, Job) == 1
+
+
 def test_keys_are_per_caller(api):
     mine = _post(api, "/api/v1/jobs", "shared-key", who="alice", json=JOB)
     theirs = _post(api, "/api/v1/jobs", "shared-key", who="bob", json=JOB)

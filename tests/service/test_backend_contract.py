@@ -239,6 +239,20 @@ def test_adopt_is_safe_to_call(backend):
     assert backend.status(w.uid).state == "Succeeded"
 
 
+def test_extending_the_holder_moves_the_expected_start_of_the_job_it_blocks(backend):
+    running = workload("sleep 30", gpus=4, max_runtime=600)
+    backend.create(running)
+    until_state(backend, running.uid, {"Running"})
+    head = workload("sleep 30", gpus=1, at=1)
+    backend.create(head)
+    backend.tick()
+    assert 9 * 60 <= backend.status(head.uid).args["wait"] <= 10 * 60
+    backend.extend(running.uid, 3600)  # the next round re-estimates, though nothing else changed
+    backend.tick()
+    st = backend.status(head.uid)
+    assert st.state == "Pending" and 59 * 60 <= st.args["wait"] <= 60 * 60
+
+
 def test_extend_moves_the_deadline(backend):
     w = workload("sleep 30", max_runtime=1)
     backend.create(w)

@@ -248,7 +248,7 @@ class LocalBackend:
             state, term_sent = row
             if state in FINAL or state == STOPPING or term_sent is not None:
                 return
-            conn.execute("UPDATE workloads SET max_runtime_s = ? WHERE uid = ?", (max_runtime_s, uid))
+            self._store.update(conn, uid, max_runtime_s=max_runtime_s)  # a new revision: placement runs again
         self._placer.forget(uid)
 
     def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
