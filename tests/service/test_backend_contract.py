@@ -12,13 +12,14 @@ from crater_app.cluster.base import ClusterBackend
 from crater_app.cluster.local import LocalBackend
 from tests.conftest import A100, gpu_devices, kill_backend_processes
 from tests.fakes import FakeBackend
-from tests.helpers import wait_for, workload
+from tests.helpers import wait_for, within, workload
 
 
 @pytest.fixture(params=["local", "fake"])
 def backend(request, tmp_path):
     if request.param == "local":
-        be = LocalBackend(tmp_path / "data", devices=gpu_devices(4), cancel_grace_s=0.5)
+        # A grace long enough for SIGTERM to end a job on a loaded machine too (SIGKILL is tested with the limits).
+        be = LocalBackend(tmp_path / "data", devices=gpu_devices(4), cancel_grace_s=within(5))
         yield be
         kill_backend_processes(tmp_path / "data")
         be._conn.close()

@@ -13,6 +13,7 @@ from crater_app.db.models import OperationLog
 from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
 from crater_app.services import jobs
 from crater_app.services.reconcile import LeaderLoop
+from tests.conftest import populate
 from tests.helpers import (backend_pid, counts, drive_until, events, group_gone, job_row, process_gone, spec, wait_for,
                            within)
 
@@ -98,7 +99,9 @@ def test_cancel_running_kills_the_process_group_and_children(world, tmp_path):
         jobs.cancel_job(ctx, world.alice, job.id)
 
 
-def test_cancel_running_sleep_60(world):
+def test_cancel_running_sleep_60(make_ctx):
+    # A grace long enough for SIGTERM to end the job on a loaded machine too (it ends at once; SIGKILL never comes).
+    world = populate(make_ctx(cancel_grace_s=within(5)))
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
     job = jobs.submit_job(ctx, world.alice, spec("sleeper", ["sleep", "60"], resources={"nvidia.com/gpu": 1}))
     drive_until(loop, job.id, "Running")
