@@ -23,8 +23,9 @@ runner records both. It survives the web process: it lives in its own session, s
   otherwise fill the disk that holds Crater's database within minutes.
 - Descendants: on Linux the runner is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process the job
   detaches (``setsid``, double fork) stays below the runner instead of moving to init. SIGTERM is passed on to
-  descendants outside the job's process group (the backend signals that group), and when the job's main process
-  has exited every descendant left is killed, as the backend does with the process group and the job's cgroup.
+  descendants outside the job's process group (the backend signals that group), and to the job itself when it came
+  while the job was being started (between fork and exec it would be lost); when the job's main process has exited
+  every descendant left is killed, as the backend does with the process group and the job's cgroup.
 """
 
 from __future__ import annotations
@@ -303,11 +304,13 @@ def main(argv: list[str]) -> int:
             return 126
     _become_subreaper()
     own_group = os.getpgrp()
+    terminated = threading.Event()
 
     def on_term(*_: object) -> None:
         # The backend signals the job's process group; pass it on to descendants that left the group (setsid).
         # A Python-level handler (not SIG_IGN), so that the child gets the default disposition after exec, while
         # this wrapper outlives the group-wide SIGTERM long enough to record the child's status.
+        terminated.set()
         outside = []
         for pid in _descendants():
             try:
@@ -329,6 +332,10 @@ def main(argv: list[str]) -> int:
         _write_exit(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126)
         return 127
     os.close(write_fd)  # the job (and what it starts) holds the only write ends: EOF when they are all gone
+    if terminated.is_set():
+        # A stop that came while the child was being started: between fork and exec the child still had this
+        # handler, so the group's SIGTERM did not end it. Now that it runs the job, it gets its own.
+        child.send_signal(signal.SIGTERM)
     log = _Log(os.path.join(os.path.dirname(exit_file), "output.log"))
     pump = threading.Thread(target=log.pump, args=(read_fd,), daemon=True)
     pump.start()
