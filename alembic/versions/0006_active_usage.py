@@ -1,4 +1,5 @@
-"""Active usage kept by the database: table ``active_usage`` and triggers on ``jobs`` that keep it.
+"""Active usage kept by the database: table ``active_usage`` and triggers on ``jobs`` that keep it; the job name in
+``ix_jobs_phase_project_user``.
 
 ``active_usage`` counts, per project, user, kind, preemptible flag, accelerator model (``""`` for none) and request
 (the ``resources`` JSON text), the jobs that hold their request: phase ``Queued``, ``Running`` or ``Stopping``, and
@@ -7,6 +8,10 @@ Admission reads a project's usage from it in a few rows (``db.queries.admission.
 every active job while it holds the write lock. Triggers after INSERT, DELETE and UPDATE on ``jobs`` keep it: every
 write to ``jobs``, whatever code or tool makes it, moves the counts with it. The table is filled from the jobs that
 are active when the migration runs.
+
+``ix_jobs_phase_project_user`` gains ``name`` as its last column: the count of a filtered job list of a project admin
+(phase, their own or their projects' jobs, a name pattern) is then answered from that index alone, instead of
+reading every job of the phase for its name (6.5 ms -> 2.1 ms with 100,000 jobs, ``bench/list_jobs.py``).
 
 Revision ID: 0006
 Revises: 0005
@@ -108,9 +113,13 @@ def upgrade() -> None:
                f" GROUP BY project_id, user_id, kind, preemptible, COALESCE(accelerator_model, ''), {text}")
     for statement in _sqlite_triggers() if sqlite else _postgresql_triggers():
         op.execute(statement)
+    op.drop_index('ix_jobs_phase_project_user', table_name='jobs')
+    op.create_index('ix_jobs_phase_project_user', 'jobs', ['phase', 'project_id', 'user_id', 'name'], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index('ix_jobs_phase_project_user', table_name='jobs')
+    op.create_index('ix_jobs_phase_project_user', 'jobs', ['phase', 'project_id', 'user_id'], unique=False)
     if op.get_bind().dialect.name == "sqlite":
         for name in ("insert", "delete", "leave", "enter"):
             op.execute(f"DROP TRIGGER IF EXISTS jobs_active_usage_{name}")

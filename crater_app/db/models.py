@@ -153,8 +153,9 @@ class Job(SQLModel, table=True):
         Index("ix_jobs_user_id_id", "user_id", "id"),
         Index("ix_jobs_project_id_id", "project_id", "id", "phase", "name"),
         Index("ix_jobs_user_id_phase_id", "user_id", "phase", "id", "name"),
-        # Admission sums the active (Queued/Running) jobs of a project and user (migration 0004).
-        Index("ix_jobs_phase_project_user", "phase", "project_id", "user_id"),
+        # Admission counts a project's held jobs (migration 0004); with the name (migration 0006) it also answers
+        # the count of a project admin's filtered list (phase, own or their projects' jobs, name pattern) alone.
+        Index("ix_jobs_phase_project_user", "phase", "project_id", "user_id", "name"),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     uid: str = Field(max_length=36, unique=True)
