@@ -25,7 +25,7 @@ V1 = {"memory/memory.limit_in_bytes": "9223372036854771712\n", "memory/memory.oo
 V2 = {"cgroup.controllers": "cpuset cpu io memory hugetlb pids rdma misc\n", "cgroup.subtree_control": ""}
 
 
-def _v1_combined_cpu(root: Path) -> None:
+def _combined_cpu_hierarchy(root: Path) -> None:
     """cpu and cpuacct in one hierarchy, ``cpu`` a link to it (Debian/Ubuntu with systemd on v1)."""
     _files(root, {"memory/memory.limit_in_bytes": "0", "cpu,cpuacct/cpu.cfs_quota_us": "-1"})
     (root / "cpu").symlink_to("cpu,cpuacct")
@@ -37,7 +37,7 @@ def _v1_combined_cpu(root: Path) -> None:
         ("v1", lambda r: _files(r, V1), 1, {"memory", "cpu", "pids"}, ""),
         ("v1 without pids", lambda r: _files(r, {k: v for k, v in V1.items() if not k.startswith("pids")}),
          1, {"memory", "cpu"}, "not-mounted"),
-        ("v1 with cpu,cpuacct", _v1_combined_cpu, 1, {"memory", "cpu"}, "not-mounted"),
+        ("v1 with cpu,cpuacct", _combined_cpu_hierarchy, 1, {"memory", "cpu"}, "not-mounted"),
         ("hybrid: v1 plus an empty unified tree", lambda r: _files(r, {**V1, "unified/cgroup.controllers": ""}),
          1, {"memory", "cpu", "pids"}, ""),
         ("v2", lambda r: _files(r, V2), 2, {"memory", "cpu", "pids"}, ""),
@@ -80,7 +80,7 @@ def test_detect_asks_about_the_parent_when_it_exists(tmp_path):
     assert found.version == 2 and asked == [tmp_path / "crater"]
 
 
-def test_detect_v1_keeps_only_writable_hierarchies(tmp_path):
+def test_detect_per_controller_hierarchies_keeps_only_writable_ones(tmp_path):
     _files(tmp_path, V1)
     found = cg.detect(tmp_path, "crater", can_write=lambda path: path.name != "pids")
     assert (found.version, set(found.controllers), found.reason) == (1, {"memory", "cpu"}, "read-only")
@@ -97,7 +97,7 @@ def test_cpu_quota_follows_the_kubelet(cpu_m, quota):
     assert cg.cpu_quota_us(cpu_m) == quota
 
 
-def test_limit_files_v1():
+def test_limit_files_of_per_controller_hierarchies():
     files = cg.limit_files(1, 128 * MiB, 500, 100)
     assert files == {
         "memory": [("memory.limit_in_bytes", str(128 * MiB), True),
@@ -107,7 +107,7 @@ def test_limit_files_v1():
     }
 
 
-def test_limit_files_v2():
+def test_limit_files_of_the_unified_hierarchy():
     files = cg.limit_files(2, 128 * MiB, 1500, 0)
     assert files == {
         "memory": [("memory.max", str(128 * MiB), True), ("memory.swap.max", "0", False),
@@ -121,7 +121,7 @@ def test_no_request_no_limit():
     assert cg.limit_files(1, 0, 0, 0) == {"memory": [], "cpu": [], "pids": []}
 
 
-def test_prepare_v2_enables_the_controllers_for_the_parent_and_its_children(tmp_path):
+def test_prepare_on_the_unified_hierarchy_enables_the_controllers_for_the_parent_and_its_children(tmp_path):
     _files(tmp_path, V2)
     support = cg.prepare(cg.detect(tmp_path, "crater", can_write=lambda path: True))
     assert support.version == 2
@@ -136,7 +136,7 @@ def test_prepare_reports_a_refusal(tmp_path):
     assert cg.prepare(support) == cg.unavailable("setup-failed")
 
 
-def test_create_v1_writes_each_hierarchy_and_remove_takes_it_away(tmp_path):
+def test_create_on_per_controller_hierarchies_writes_each_and_remove_takes_it_away(tmp_path):
     _files(tmp_path, V1)
     support = cg.prepare(cg.detect(tmp_path, "crater", can_write=lambda path: True))
     cgroup, limits = cg.create(support, "job-1", 128 * MiB, 500, 64)
@@ -155,7 +155,7 @@ def test_create_v1_writes_each_hierarchy_and_remove_takes_it_away(tmp_path):
     assert cgroup.remove() and not memory.exists() and cg.leftovers(support) == []
 
 
-def test_create_v2_one_folder(tmp_path):
+def test_create_on_the_unified_hierarchy_makes_one_folder(tmp_path):
     _files(tmp_path, V2)
     support = cg.prepare(cg.detect(tmp_path, "crater", can_write=lambda path: True))
     cgroup, limits = cg.create(support, "job-2", 0, 2000, 0)
