@@ -68,6 +68,8 @@ class IdempotentRoute(APIRoute):
             self.responses = {**_RESPONSES, **self.responses}
 
     def get_route_handler(self) -> Handler:
+        """The route's handler; for ``POST``, wrapped so that a request with ``Idempotency-Key`` runs once per key
+        (:func:`run_once`)."""
         handler = super().get_route_handler()
         if "POST" not in self.methods:
             return handler

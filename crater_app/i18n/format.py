@@ -294,6 +294,8 @@ class MessageFormatter(string.Formatter):
         return MessageFormatter(self.lang, self.lookup, self.depth + 1).vformat(template, (), dict(args))
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        """``value`` formatted by its placeholder's type (``{x:plural:a|b}``, ``{x:duration}``, ``{x:resources}``, ...:
+        the module docstring lists them) in this formatter's language."""
         name, _, rest = format_spec.partition(":")
         if name == "plural":
             return plural(self.lang, value, rest)

@@ -107,6 +107,7 @@ class Holdings(dict):
         return found
 
     def get(self, scope, default=None):  # dict.get does not call __missing__
+        """The holdings of ``scope`` (a project id or ``MACHINE``), read on first use (``default`` is never used)."""
         return self[scope]
 
 

@@ -349,6 +349,9 @@ class Pass:
 
     # -- capacity and fair share -----------------------------------------------------------------------------
     def capacity_hold(self, d: Demand, lack: dict[str, int], position: int, held: int) -> Hold:
+        """The hold of ``d`` when the machine lacks ``lack`` (resource -> amount: millicores, bytes, devices) for it,
+        at ``position`` of ``held`` in its queue: ``fairshare`` (with deserved, used and reclaimable numbers) when its
+        project is below its deserved share on a lacking key, else ``capacity``."""
         ledger = self.ledger
         fair = self.fair.below_deserved(d, lack)
         covered = [key for key in sorted(lack) if ledger.covers(d.project_id, key)] if fair else []
