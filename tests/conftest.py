@@ -40,7 +40,7 @@ from crater_app.services import job_reads
 from crater_app.services.context import ServiceContext
 from crater_app.settings import Settings
 from tests.fakes import FakeBackend
-from tests.helpers import PinnedClock, free_port, retry
+from tests.helpers import PinnedClock, configured_service, free_port, retry
 
 pytest_plugins = ["tests.databases", "pytester"]
 pytest.register_assert_rewrite("tests.databases")  # a plugin (above) that this module also imports (below)
@@ -115,11 +115,8 @@ def _check_redis(url: str, timeout: float) -> str | None:
 @pytest.fixture(scope="session")
 def redis_url():
     """URL of a Redis server (``CRATER_TEST_REDIS_URL`` or a throwaway one); fails when there is none."""
-    url = os.environ.get("CRATER_TEST_REDIS_URL", "").strip()
+    url = configured_service("CRATER_TEST_REDIS_URL", "Redis", _check_redis)
     if url:
-        error = _check_redis(url, timeout=10)
-        if error:
-            pytest.fail(f"Redis at CRATER_TEST_REDIS_URL={url} is not reachable: {error}", pytrace=False)
         yield url
         return
     server = shutil.which("redis-server")

@@ -46,7 +46,7 @@ from sqlalchemy.engine import make_url
 from crater_app.db.engine import normalize_url
 from crater_app.db.migrate import upgrade
 from crater_app.domain import times
-from tests.helpers import free_port, retry
+from tests.helpers import configured_service, free_port, retry
 
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 BOTH_DATABASES_MARKER = "both_databases"
@@ -113,11 +113,8 @@ def _check_pg(url: str, timeout: float) -> str | None:
 @pytest.fixture(scope="session")
 def pg_admin_url():
     """URL of a maintenance database on a PostgreSQL server the tests may create databases on."""
-    url = os.environ.get("CRATER_TEST_DATABASE_URL", "").strip()
+    url = configured_service("CRATER_TEST_DATABASE_URL", "PostgreSQL", _check_pg)
     if url:
-        error = _check_pg(url, timeout=10)
-        if error:
-            pytest.fail(f"PostgreSQL at CRATER_TEST_DATABASE_URL={url} is not reachable: {error}", pytrace=False)
         yield url
         return
 

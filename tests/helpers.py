@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, TypeVar
 
 import psutil
+import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
@@ -166,6 +167,19 @@ def signed_in(world, name: str) -> Actor:
     """User ``name`` of a populated world as a new request resolves it (its project roles as they are now)."""
     world.ctx.identities.clear()
     return identity.authenticate(world.ctx, world.tokens[name])
+
+
+def configured_service(variable: str, what: str, check: Callable[[str, float], str | None]) -> str | None:
+    """The URL in environment variable ``variable``, checked by ``check(url, timeout_s)`` (an error text or
+    ``None``); ``None`` when it is unset (the caller starts a throwaway server). An unreachable one fails the run:
+    a required service is never skipped."""
+    url = os.environ.get(variable, "").strip()
+    if not url:
+        return None
+    error = check(url, 10)
+    if error:
+        pytest.fail(f"{what} at {variable}={url} is not reachable: {error}", pytrace=False)
+    return url
 
 
 def two_teams(world, deserved_gpus: int | tuple[int, int],
