@@ -100,7 +100,10 @@ class Port:
 class Task:
     """One kind of replica of a workload: ``name`` (DNS-1123 label, unique in the workload), ``replicas`` (>= 1),
     ``image``, ``command`` (argv list; the container's entrypoint where the backend runs images) and ``args``
-    (appended to it), ``env``, ``working_dir``, ``resources`` per replica (millicores, bytes, devices), ``ports``.
+    (appended to it), ``env``, ``working_dir``, ``resources`` per replica (millicores, bytes, devices), ``ports``;
+    ``ends_job``: the workload ends (as this task ended) once all of this task's replicas have finished, the other
+    tasks' replicas being stopped (Volcano's ``TaskCompleted`` -> ``CompleteJob`` policy: a PyTorch master, an MPI
+    launcher); without such a task the workload ends when every replica has.
     """
 
     name: str
@@ -112,6 +115,7 @@ class Task:
     resources: ResourceList = field(default_factory=ResourceList)
     ports: tuple[Port, ...] = ()
     args: tuple[str, ...] = ()
+    ends_job: bool = False
 
     @property
     def argv(self) -> tuple[str, ...]:
