@@ -174,8 +174,9 @@ def _last_exit(pods: list[dict]) -> tuple[int | None, int | None]:
 
 
 def _cancelled(stop: Stop) -> Said:
-    if stop.code:
-        return Said(stop.code, dict(stop.args), stop.reason or say(stop.code).message)
+    if stop.code:  # the services' own code (job.cancelled_by): their reason is its English sentence
+        english = i18n.render(i18n.DEFAULT_LANGUAGE, f"event.{stop.code}", stop.args, fallback=stop.code)
+        return Said(stop.code, dict(stop.args), stop.reason or english)
     if stop.reason:
         return say("kube.cancelled_because", reason=stop.reason)
     return say("kube.cancelled")
