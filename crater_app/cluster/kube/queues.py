@@ -76,8 +76,8 @@ class QueueSync:
                     continue
                 try:
                     if actual is None:
-                        self._create(desired)
-                    else:
+                        actual = self._create(desired)
+                    if actual is not None:
                         body = copy.deepcopy(desired)
                         body["metadata"]["resourceVersion"] = (actual.get("metadata") or {}).get("resourceVersion")
                         body["spec"] = {**(actual.get("spec") or {}), **(desired.get("spec") or {})}
@@ -97,12 +97,17 @@ class QueueSync:
                     failed.append(name)
         return failed
 
-    def _create(self, desired: dict) -> None:
+    def _create(self, desired: dict) -> dict | None:
+        """Create ``desired``; ``None`` when done, else the Queue that is already there (the cache was behind), to
+        be compared and replaced."""
         try:
             self._calls.create(desired)
+            return None
         except ApiError as exc:
-            if exc.status != 409:  # made meanwhile (the cache is behind): the next sync compares again
+            if exc.status != 409:
                 raise
+        current = self._calls.get("Queue", None, desired["metadata"]["name"])
+        return current if differs(desired, current) else None
 
     def stale(self, cached: list[dict]) -> list[dict]:
         """Crater's Queues in ``cached`` (label ``crater.io/project`` of a project it has desired queues for)
