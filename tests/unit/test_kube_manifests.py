@@ -279,7 +279,7 @@ def test_pods_are_hardened():
     spec = pod_spec(workload())
     assert spec["restartPolicy"] == "Never"
     assert spec["automountServiceAccountToken"] is False
-    assert spec["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert spec["containers"][0]["securityContext"] == {
         "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
     assert "hostPath" not in yaml.safe_dump(spec)

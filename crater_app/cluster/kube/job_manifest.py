@@ -74,7 +74,9 @@ def job_plugins(workload: Workload, options: KubeOptions) -> dict[str, list[str]
       ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and ``RANK``, the leader's replica 0 being rank 0; an empty
       ``--worker=`` when there is no worker task) and ``svc``;
     - ``mpi``: ``mpi: [--master=<launcher>, --worker=<worker>, --port=22]`` (``MPI_HOST`` on the launcher; only with
-      a worker task: the plugin needs one), ``ssh`` (keys and a hostfile-like ``ssh`` config) and ``svc``;
+      a worker task: the plugin needs one), ``ssh`` (keys and a hostfile-like ``ssh`` config) and ``svc``; the
+      ``ssh`` plugin mounts the keys at ``/root/.ssh`` (mode 0600), so an MPI image that runs as another user
+      (``options.run_as_non_root``) must read them from there or run ``sshd`` its own way;
     - ``interactive`` and any workload of more than one replica: ``svc`` (a headless Service named after the Job, so
       replicas reach each other as ``<pod>.<job>``, and the hosts of each task in ``/etc/volcano``) and ``env``
       (``VC_TASK_INDEX`` in each replica);

@@ -121,13 +121,13 @@ def model_affinity(task: Task, workload: Workload, options: KubeOptions) -> dict
 
 
 def security_contexts(options: KubeOptions) -> tuple[dict, dict]:
-    """(pod ``securityContext``, container ``securityContext``): ``runAsNonRoot`` (where ``options.run_as_non_root``;
-    the kubelet then refuses to start an image whose user is root), ``runAsUser``/``runAsGroup``/``fsGroup`` where
-    set, ``seccompProfile: RuntimeDefault``; no privilege escalation and ``capabilities.drop: [ALL]`` in the
-    container."""
+    """(pod ``securityContext``, container ``securityContext``): in the pod ``runAsUser``/``runAsGroup``/``fsGroup``
+    where set and ``seccompProfile: RuntimeDefault``; in the task's container no privilege escalation,
+    ``capabilities.drop: [ALL]`` and ``runAsNonRoot`` (where ``options.run_as_non_root``; the kubelet then refuses to
+    start an image whose user is root). ``runAsNonRoot`` is the container's, not the pod's: containers Volcano's
+    plugins add to the pod (a worker's wait-for-master init container in recent ``pytorch`` plugins) run as their
+    images say."""
     pod: dict = {}
-    if options.run_as_non_root:
-        pod["runAsNonRoot"] = True
     for key, value in (("runAsUser", options.run_as_user), ("runAsGroup", options.run_as_group),
                        ("fsGroup", options.fs_group)):
         if value is not None:
