@@ -16,7 +16,7 @@ import yaml
 
 from crater_app.cluster.base import Port, Task, Volume, Workload
 from crater_app.cluster.kube import object_names as names
-from crater_app.cluster.kube.job_manifest import job_plugins, job_policies, volcano_job
+from crater_app.cluster.kube.job_manifest import job_plugins, job_policies, volcano_job, workload_objects
 from crater_app.cluster.kube.namespace_manifests import project_namespace, project_namespace_objects, sessions_policy
 from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.queue_manifest import project_queues, queue_sections, split_deserved
@@ -99,7 +99,9 @@ def test_interactive_job_and_its_service():
     w = workload(task("session", 1, gpus=1, command=("jupyter", "lab", "--port=8888"),
                       ports=(Port("http", 8888),)),
                  name="notebook", kind="interactive", user="Zhang San", max_runtime_s=8 * 3600)
-    golden("interactive_job", [volcano_job(w, PER_PROJECT), session_service(w, PER_PROJECT)])
+    objects = workload_objects(w, PER_PROJECT)
+    assert objects == [volcano_job(w, PER_PROJECT), session_service(w, PER_PROJECT)]
+    golden("interactive_job", objects)
 
 
 def test_queue_with_shares():
@@ -403,6 +405,15 @@ def test_session_service_selects_the_session_pod():
 def test_session_service_needs_an_interactive_workload_with_a_port(w):
     with pytest.raises(ValueError):
         session_service(w, OPTIONS)
+
+
+@pytest.mark.parametrize(("w", "kinds"), [
+    (workload(), ["Job"]), (workload(kind="interactive"), ["Job"]),  # a session without ports gets no Service
+    (workload(task(ports=(Port("http", 80),)), kind="interactive"), ["Job", "Service"]),
+    (workload(task(ports=(Port("http", 80),))), ["Job"]),
+])
+def test_objects_of_a_workload(w, kinds):
+    assert [o["kind"] for o in workload_objects(w, OPTIONS)] == kinds
 
 
 def test_no_namespace_is_made_when_it_is_shared():

@@ -15,6 +15,7 @@ from crater_app.cluster.kube.object_names import (ANNOTATION_ATTEMPT, ANNOTATION
                                                   namespace_of, project_queue_name, workload_labels)
 from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.pod_template import pod_template
+from crater_app.cluster.kube.session_manifest import session_service
 from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
 
@@ -166,3 +167,17 @@ def volcano_job(workload: Workload, options: KubeOptions) -> dict:
             "metadata": {"name": job_name(workload.uid), "namespace": namespace_of(workload.project, options),
                          "labels": labels, "annotations": annotations},
             "spec": spec}
+
+
+def workload_objects(workload: Workload, options: KubeOptions) -> list[dict]:
+    """Every object Crater makes for ``workload``, in the order to create them: the Volcano Job
+    (:func:`volcano_job`) and, for an interactive workload whose task declares ports, its session Service
+    (:func:`crater_app.cluster.kube.session_manifest.session_service`). What ``ClusterBackend.manifests`` shows.
+
+    Raises:
+        InvalidInput, ValueError: as :func:`volcano_job`.
+    """
+    objects = [volcano_job(workload, options)]
+    if workload.kind == "interactive" and workload.tasks[0].ports:
+        objects.append(session_service(workload, options))
+    return objects
