@@ -42,7 +42,7 @@ from crater_app.settings import Settings
 from tests.fakes import FakeBackend
 from tests.helpers import PinnedClock, configured_service, free_port, retry
 
-pytest_plugins = ["tests.databases", "pytester"]
+pytest_plugins = ["tests.databases", "tests.kube_api.fixtures", "pytester"]
 pytest.register_assert_rewrite("tests.databases")  # a plugin (above) that this module also imports (below)
 from tests.databases import register_seed, seed_record  # noqa: E402
 

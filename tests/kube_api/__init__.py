@@ -1,0 +1,12 @@
+"""An HTTP-level Kubernetes API mock for tests that run the real ``kubernetes`` client, and a cluster simulator.
+
+- :mod:`.server` - :class:`~.server.KubeApiServer`, the HTTP server (discovery, CRUD, status, watch, logs,
+  410/409/404/422 answers, restart and error-injection hooks);
+- :mod:`.store` - its state (objects, global ``resourceVersion``, event history, garbage collection);
+- :mod:`.cluster` - :class:`~.cluster.ClusterSimulator`, Volcano's controller and scheduler and the kubelet;
+- :mod:`.fixtures` - the pytest fixtures (``kube_api``, ``kube_client``, ``kube_cluster``, ``make_kube_cluster``).
+
+``kmock`` (PyPI) was evaluated first: its Kubernetes emulator keeps objects but serves no ``resourceVersion`` (a
+constant ``"..."``), no watch history (a watch replays current objects), no bookmarks, no 410, no selectors, no
+status subresource or schema validation, so this package serves the API itself.
+"""
