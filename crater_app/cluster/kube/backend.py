@@ -36,7 +36,8 @@ from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.queue_manifest import project_queues
 from crater_app.cluster.kube.queues import QueueSync
 from crater_app.cluster.kube.records import CREATED, PENDING, REFUSED, REPLACING, Record, records_from_jobs
-from crater_app.cluster.kube.status import ANNOTATION_MAX_RUNTIME, ANNOTATION_STOP, STOP_CANCEL, STOP_DEADLINE, Stop
+from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, ANNOTATION_STOP, STOP_CANCEL, STOP_DEADLINE, Stop,
+                                            attempt_of)
 from crater_app.domain.errors import CraterError
 from crater_app.domain.quota import Quota
 
@@ -141,6 +142,7 @@ class KubernetesBackend:
                 return
             if record is None:
                 record = self.records[workload.uid] = Record.new(workload, self.options)
+            self.cache.gone_pods.pop(workload.uid, None)  # an earlier run's pods say nothing of this one
             self._refresh(record)
         self._push(record)
 
@@ -177,9 +179,15 @@ class KubernetesBackend:
                     except ApiError as exc:
                         if exc.status != 409:
                             raise
-                        posted = None
+                        posted = self.calls.get(obj["kind"], record.namespace, obj["metadata"]["name"])
+                        if obj["kind"] == "Job" and attempt_of(posted) < record.attempt:
+                            with self._lock:  # the earlier run's Job, still being deleted: wait for it to go
+                                record.state, record.stop_sent = REPLACING, False
+                                record.next_try = self._clock() + BACKOFF_S[0]
+                                self._refresh(record)
+                            return
                     with self._lock:
-                        record.posted[obj["kind"]] = posted or obj
+                        record.posted[obj["kind"]] = posted
                 with self._lock:
                     record.state, record.tries, record.error = CREATED, 0, ""
             elif stop is not None and state in (CREATED, REPLACING) and not record.stop_sent:

@@ -7,6 +7,7 @@ objects changed. Not thread-safe by itself: the backend holds its lock around ev
 from __future__ import annotations
 
 from collections import deque
+from datetime import datetime, timezone
 
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.naming import LABEL_JOB_UID
@@ -17,6 +18,8 @@ KINDS = (JOBS, PODS, NODES, QUEUES, EVENTS)
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 #: events kept per workload
 EVENTS_KEPT = 20
+#: deleted pods kept per workload (for the exit status of a stopped one)
+GONE_KEPT = 64
 
 
 def key_of(obj: dict) -> tuple[str, str]:
@@ -37,6 +40,7 @@ class ClusterCache:
         self.jobs: dict[str, dict] = {}  # uid -> Volcano Job
         self.last_jobs: dict[str, dict] = {}  # uid -> its last Job object, also after it was deleted
         self.pods: dict[str, dict[tuple[str, str], dict]] = {}  # uid -> (ns, name) -> pod
+        self.gone_pods: dict[str, list[tuple[dict, datetime]]] = {}  # uid -> deleted pods, when it was seen
         self.all_pods: dict[tuple[str, str], dict] = {}  # every pod bound to a node (inventory)
         self.nodes: dict[str, dict] = {}
         self.queues: dict[str, dict] = {}
@@ -78,6 +82,8 @@ class ClusterCache:
                 pods.pop(key, None)
                 if not pods:
                     self.pods.pop(uid, None)
+                self.gone_pods.setdefault(uid, []).append((obj, datetime.now(timezone.utc)))
+                del self.gone_pods[uid][:-GONE_KEPT]
             else:
                 pods[key] = obj
             return {uid}
@@ -128,3 +134,8 @@ class ClusterCache:
     def pods_of(self, uid: str) -> list[dict]:
         """The pods of workload ``uid``."""
         return list(self.pods.get(uid, {}).values())
+
+    def gone_of(self, uid: str) -> list[tuple[dict, datetime]]:
+        """The deleted pods of ``uid`` (of its current run: cleared when a run starts) with the time each deletion
+        was seen."""
+        return list(self.gone_pods.get(uid, []))

@@ -35,11 +35,13 @@ once (a queued job is ``Cancelled`` at once). Every status has a catalogue code 
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Iterable, NamedTuple
 
 from crater_app import i18n
-from crater_app.cluster.base import WorkloadStatus
+from crater_app.cluster.base import ReplicaStatus, WorkloadStatus
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.jobs import JobPhase
 
@@ -60,6 +62,7 @@ PHASES: dict[str, JobPhase] = {
 #: pod reasons that make a job fail, the order a failed job's reason is looked for in
 _FAILURES = ("OOMKilled", "Evicted", "DeadlineExceeded", "Signaled", "Error")
 STOP_CANCEL, STOP_DEADLINE = "cancel", "deadline"
+SIGTERM, SIGKILL = int(signal.SIGTERM), int(signal.SIGKILL)
 
 
 class Said(NamedTuple):
@@ -164,13 +167,35 @@ def _failure(pods: list[dict]) -> tuple[str, Said, int | None, int | None] | Non
     return None
 
 
-def _last_exit(pods: list[dict]) -> tuple[int | None, int | None]:
-    """The exit code and inferred signal of the first pod that has one (a stopped job's)."""
-    for pod in pods:
+def _last_exit(pods: list[dict], gone: list[tuple[dict, datetime]]) -> tuple[int | None, int | None]:
+    """The exit code and signal a stopped job died with: the first of its pods (present or gone) that has one;
+    else, for a pod that was running when it was deleted and left no status, what graceful deletion sent it:
+    SIGTERM (143) when it was gone before its ``deletionTimestamp`` (which the API server sets to the deletion time
+    plus the grace period), SIGKILL (137) after."""
+    for pod in [*pods, *(p for p, _ in gone)]:
         f = podinfo.pod_facts(pod)
         if f.exit_code is not None:
             return f.exit_code, f.exit_signal
+    for pod, removed in gone:
+        if (pod.get("status") or {}).get("phase") == "Running" and (pod.get("spec") or {}).get("nodeName"):
+            deadline = podinfo.parse_time(podinfo.meta(pod).get("deletionTimestamp"))
+            sig = SIGKILL if deadline is not None and removed > deadline else SIGTERM
+            return podinfo.SIGNAL_BASE + sig, sig
     return None, None
+
+
+def pending_replicas(job: dict | None, pods: list[dict]) -> tuple[ReplicaStatus, ...]:
+    """Every replica the Job's tasks have (``spec.tasks[].replicas``), from its pod where there is one, else
+    ``Pending`` (the job controller has not made the pod yet), in task order."""
+    by_replica = {(podinfo.task_of(p), podinfo.index_of(p)): p for p in pods}
+    out = []
+    for task in ((job or {}).get("spec") or {}).get("tasks") or []:
+        name = task.get("name", "")
+        for i in range(int(task.get("replicas") or 0)):
+            pod = by_replica.pop((name, i), None)
+            out.append(podinfo.replica_status(pod) if pod is not None else ReplicaStatus(name, i, "Pending"))
+    out += [podinfo.replica_status(p) for p in by_replica.values()]  # pods of tasks the spec does not name
+    return tuple(out)
 
 
 def _cancelled(stop: Stop) -> Said:
@@ -191,16 +216,22 @@ def _stopping(stop: Stop) -> tuple[str, Said]:
 
 
 def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, accelerators: Iterable[str],
-                    stop: Stop | None = None, deleted: bool = False) -> WorkloadStatus:
+                    stop: Stop | None = None, deleted: bool = False, gone: Iterable[tuple[dict, datetime]] = (),
+                    now: datetime | None = None) -> WorkloadStatus:
     """The status of workload ``uid`` from its Volcano ``job`` (its last known object when ``deleted``) and its
-    ``pods``, mapped as the module says.
+    ``pods``, mapped as the module says; ``replicas`` has every replica of the Job's tasks (``Pending`` before its
+    pod exists).
 
     Args:
         accelerators: the extended resource names counted as devices (placements).
         stop: the stop Crater asked for; ``None``: the one recorded on ``job`` (:data:`ANNOTATION_STOP`), if any.
         deleted: the Job is gone from the API (its pods may remain for a while).
+        gone: the pods of this run already deleted, each with the time its deletion was seen (a stopped job's exit
+            status: :func:`_last_exit`).
+        now: the time a final status with no time of its own ends at (default: now, UTC).
     """
     accelerators = tuple(accelerators)
+    gone = list(gone)
     pods = _ordered(job, pods)
     stop = stop or Stop.from_job(job)
     raw = volcano_phase(job)
@@ -223,11 +254,11 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
         return WorkloadStatus(
             uid=uid, phase=phase, raw_state=raw, reason=reason, message=said.message, code=said.code,
             args=said.args, exit_code=exit_code, exit_signal=exit_signal, started_at=started,
-            finished_at=(finished or started) if final else None, attempt=attempt, placements=placements,
-            replicas=tuple(podinfo.replica_status(p) for p in pods))
+            finished_at=(finished or started or now or datetime.now(timezone.utc)) if final else None,
+            attempt=attempt, placements=placements, replicas=pending_replicas(job, pods))
 
     def ended_by_stop(s: Stop) -> WorkloadStatus:
-        code, sig = _last_exit(pods)
+        code, sig = _last_exit(pods, gone)
         if s.kind == STOP_DEADLINE:
             return make(JobPhase.FAILED, "DeadlineExceeded", say("kube.deadline_exceeded",
                                                                   max_runtime_s=s.max_runtime_s), code, sig)
@@ -254,7 +285,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     if mapped is None:
         return WorkloadStatus(uid=uid, phase=None, raw_state=raw, reason=state.get("reason") or raw,
                               message=state.get("message") or "", attempt=attempt, placements=placements,
-                              replicas=tuple(podinfo.replica_status(p) for p in pods), started_at=started)
+                              replicas=pending_replicas(job, pods), started_at=started)
     if mapped == JobPhase.QUEUED:
         queue = ((job or {}).get("spec") or {}).get("queue") or ""
         return make(JobPhase.QUEUED, "Pending", _waiting(pods) or say("kube.queued", queue=queue))
