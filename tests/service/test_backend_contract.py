@@ -1,5 +1,7 @@
-"""The ClusterBackend contract, run against every implementation: the local backend (real processes) and the
-in-memory fake the service tests use as a boundary mock (so the fake cannot drift from the real thing)."""
+"""The ClusterBackend contract, run against every implementation: the local backend (real processes), the
+in-memory fake the service tests use as a boundary mock (so the fake cannot drift from the real thing), and the
+Kubernetes backend - against the API mock and cluster simulator, or a real cluster when ``CRATER_TEST_KUBECONFIG``
+is set (``tests/kube_backends.py``, docs/kubernetes-backend.md)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ import pytest
 from crater_app.cluster.base import CAPABILITIES, Changes, ClusterBackend, Placement
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.quota import Quota, parse_quota
+from crater_app.cluster.kube.backend import KubernetesBackend
 from crater_app.cluster.local import LocalBackend
+from tests import kube_backends
 from tests.conftest import A100, gpu_devices, kill_backend_processes
 from tests.fakes import FakeBackend
 from tests.helpers import wait_for, within, workload
 
 
-@pytest.fixture(params=["local", "fake"])
+@pytest.fixture(params=["local", "fake", "kubernetes"])
 def backend(request, tmp_path):
     if request.param == "local":
         # A grace long enough for SIGTERM to end a job on a loaded machine too (SIGKILL is tested with the limits).
@@ -25,8 +29,17 @@ def backend(request, tmp_path):
         yield be
         kill_backend_processes(tmp_path / "data")
         be._conn.close()
+    elif request.param == "kubernetes":
+        yield from kube_backends.contract_backend(request)
     else:
         yield FakeBackend(gpu_devices(4))
+
+
+def crater_places(backend: ClusterBackend) -> None:
+    """Skip a test of Crater's own placement (its queue order, backfill estimates and their messages): on
+    Kubernetes, Volcano's scheduler places workloads and says why one waits."""
+    if isinstance(backend, KubernetesBackend):
+        pytest.skip("Volcano places the workloads of the Kubernetes backend")
 
 
 P = JobPhase
@@ -128,6 +141,7 @@ def test_running_workloads_hold_their_devices(backend):
 
 
 def test_gang_placement_waits_with_the_shortfall(backend):
+    crater_places(backend)
     a, b = workload("sleep 30", gpus=2), workload("sleep 30", gpus=3, at=1)
     backend.create(a)
     backend.create(b)
@@ -141,6 +155,7 @@ def test_gang_placement_waits_with_the_shortfall(backend):
 
 
 def test_backfill_a_bounded_job_uses_an_idle_device_ahead_of_a_blocked_one(backend):
+    crater_places(backend)
     running = workload("sleep 30", gpus=3, max_runtime=600)
     backend.create(running)
     until_state(backend, running.uid, {P.RUNNING})
@@ -185,6 +200,7 @@ def test_a_finished_uid_runs_again_for_its_next_attempt(backend):
 
 
 def test_priority_first(backend):
+    crater_places(backend)
     blocker = workload("sleep 30", gpus=4)
     backend.create(blocker)
     until_state(backend, blocker.uid, {P.RUNNING})
@@ -200,8 +216,9 @@ def test_priority_first(backend):
 def test_cancel_pending_is_immediate(backend):
     blocker, w = workload("sleep 30", gpus=4), workload("sleep 30", gpus=1, at=1)
     backend.create(blocker)
-    backend.create(w)
     until_state(backend, blocker.uid, {P.RUNNING})
+    backend.create(w)  # after the blocker runs: Volcano orders jobs made in the same second by uid, not by arrival
+    backend.tick()
     backend.cancel(w.uid, "not needed")
     st = backend.status(w.uid)
     assert st.phase == P.CANCELLED and st.started_at is None and st.finished_at is not None
@@ -230,9 +247,10 @@ def test_a_cancel_with_a_code_ends_with_that_code(backend, running):
     blocker = workload("sleep 30", gpus=4)
     w = workload(["sleep", "30"], gpus=1) if running else workload("sleep 30", gpus=1, at=1)
     backend.create(w if running else blocker)
-    if not running:
-        backend.create(w)
     until_state(backend, w.uid if running else blocker.uid, {P.RUNNING})
+    if not running:  # after the blocker runs: Volcano orders jobs made in the same second by uid, not by arrival
+        backend.create(w)
+        backend.tick()
     backend.cancel(w.uid, "cancelled by alice", code="job.cancelled_by", args={"user": "alice"})
     st = until_state(backend, w.uid, {P.CANCELLED}, timeout=5)
     assert (st.code, st.args, st.message) == ("job.cancelled_by", {"user": "alice"}, "cancelled by alice")
@@ -288,8 +306,11 @@ def test_a_cursor_of_another_backend_asks_for_a_relist(backend, tmp_path):
     w = workload("exit 0")
     backend.create(w)
     cursor = watch(backend).cursor
-    other = (LocalBackend(tmp_path / "other", devices=gpu_devices(1)) if isinstance(backend, LocalBackend)
-             else FakeBackend(gpu_devices(1)))
+    if isinstance(backend, KubernetesBackend):
+        other = kube_backends.another(backend)  # another Crater process on the same cluster
+    else:
+        other = (LocalBackend(tmp_path / "other", devices=gpu_devices(1)) if isinstance(backend, LocalBackend)
+                 else FakeBackend(gpu_devices(1)))
     other.create(workload("exit 0"))
     assert other.changes(cursor).relist
 
@@ -304,6 +325,7 @@ def test_adopt_is_safe_to_call(backend):
 
 
 def test_extending_the_holder_moves_the_expected_start_of_the_job_it_blocks(backend):
+    crater_places(backend)
     running = workload("sleep 30", gpus=4, max_runtime=600)
     backend.create(running)
     until_state(backend, running.uid, {P.RUNNING})

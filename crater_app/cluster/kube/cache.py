@@ -7,7 +7,7 @@ objects changed. Not thread-safe by itself: the backend holds its lock around ev
 from __future__ import annotations
 
 from collections import deque
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.naming import LABEL_JOB_UID
@@ -40,7 +40,8 @@ class ClusterCache:
         self.jobs: dict[str, dict] = {}  # uid -> Volcano Job
         self.last_jobs: dict[str, dict] = {}  # uid -> its last Job object, also after it was deleted
         self.pods: dict[str, dict[tuple[str, str], dict]] = {}  # uid -> (ns, name) -> pod
-        self.gone_pods: dict[str, list[tuple[dict, datetime]]] = {}  # uid -> deleted pods, when it was seen
+        self.gone_pods: dict[str, list[tuple[dict, datetime, datetime | None]]] = {}  # uid -> deleted pods
+        self._deleting: dict[tuple[str, str], datetime] = {}  # pod -> when its deletionTimestamp was first seen
         self.all_pods: dict[tuple[str, str], dict] = {}  # every pod bound to a node (inventory)
         self.nodes: dict[str, dict] = {}
         self.queues: dict[str, dict] = {}
@@ -70,19 +71,24 @@ class ClusterCache:
             return {uid}
         if kind == PODS:
             key = key_of(obj)
+            now = datetime.now(timezone.utc)
+            if podinfo.meta(obj).get("deletionTimestamp") and not gone:
+                self._deleting.setdefault(key, now)
             if gone or not (obj.get("spec") or {}).get("nodeName"):
                 self.all_pods.pop(key, None)
             else:
                 self.all_pods[key] = obj
             uid = self._pod_uid(obj)
             if not uid:
+                if gone:
+                    self._deleting.pop(key, None)
                 return set()
             pods = self.pods.setdefault(uid, {})
             if gone:
                 pods.pop(key, None)
                 if not pods:
                     self.pods.pop(uid, None)
-                self.gone_pods.setdefault(uid, []).append((obj, datetime.now(timezone.utc)))
+                self.gone_pods.setdefault(uid, []).append((obj, now, self._grace_end(key, obj)))
                 del self.gone_pods[uid][:-GONE_KEPT]
             else:
                 pods[key] = obj
@@ -131,11 +137,23 @@ class ClusterCache:
             touched |= self.apply(kind, MODIFIED, obj)
         return touched
 
+    def _grace_end(self, key: tuple[str, str], pod: dict) -> datetime | None:
+        """When a deleted pod's grace period ended: its ``deletionTimestamp`` (the API server sets it to the
+        deletion time plus the grace period), or the time its deletion was first seen plus
+        ``deletionGracePeriodSeconds`` where that is later."""
+        seen = self._deleting.pop(key, None)
+        m = podinfo.meta(pod)
+        stamp = podinfo.parse_time(m.get("deletionTimestamp"))
+        grace = m.get("deletionGracePeriodSeconds")
+        by_grace = seen + timedelta(seconds=int(grace)) if seen is not None and isinstance(grace, int) else None
+        ends = [t for t in (stamp, by_grace) if t is not None]
+        return max(ends) if ends else None
+
     def pods_of(self, uid: str) -> list[dict]:
         """The pods of workload ``uid``."""
         return list(self.pods.get(uid, {}).values())
 
-    def gone_of(self, uid: str) -> list[tuple[dict, datetime]]:
+    def gone_of(self, uid: str) -> list[tuple[dict, datetime, datetime | None]]:
         """The deleted pods of ``uid`` (of its current run: cleared when a run starts) with the time each deletion
         was seen."""
         return list(self.gone_pods.get(uid, []))

@@ -167,19 +167,22 @@ def _failure(pods: list[dict]) -> tuple[str, Said, int | None, int | None] | Non
     return None
 
 
-def _last_exit(pods: list[dict], gone: list[tuple[dict, datetime]]) -> tuple[int | None, int | None]:
+#: a deleted pod: its last object, when its removal was seen and when its grace period ended (``None``: unknown)
+Gone = tuple[dict, datetime, "datetime | None"]
+
+
+def _last_exit(pods: list[dict], gone: list[Gone]) -> tuple[int | None, int | None]:
     """The exit code and signal a stopped job died with: the first of its pods (present or gone) that has one;
-    else, for a pod that was running when it was deleted and left no status, what graceful deletion sent it:
-    SIGTERM (143) when it was gone before its ``deletionTimestamp`` (which the API server sets to the deletion time
-    plus the grace period), SIGKILL (137) after."""
-    for pod in [*pods, *(p for p, _ in gone)]:
+    else, for a pod that was running when it was deleted and left no status, what graceful deletion sent it: the
+    kubelet sends SIGTERM, then SIGKILL once the grace period is over, so SIGTERM (143) for a pod removed within
+    its grace, SIGKILL (137) after."""
+    for pod in [*pods, *(g[0] for g in gone)]:
         f = podinfo.pod_facts(pod)
         if f.exit_code is not None:
             return f.exit_code, f.exit_signal
-    for pod, removed in gone:
+    for pod, removed, kill_at in gone:
         if (pod.get("status") or {}).get("phase") == "Running" and (pod.get("spec") or {}).get("nodeName"):
-            deadline = podinfo.parse_time(podinfo.meta(pod).get("deletionTimestamp"))
-            sig = SIGKILL if deadline is not None and removed > deadline else SIGTERM
+            sig = SIGKILL if kill_at is not None and removed > kill_at else SIGTERM
             return podinfo.SIGNAL_BASE + sig, sig
     return None, None
 
@@ -216,7 +219,7 @@ def _stopping(stop: Stop) -> tuple[str, Said]:
 
 
 def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, accelerators: Iterable[str],
-                    stop: Stop | None = None, deleted: bool = False, gone: Iterable[tuple[dict, datetime]] = (),
+                    stop: Stop | None = None, deleted: bool = False, gone: Iterable[Gone] = (),
                     now: datetime | None = None) -> WorkloadStatus:
     """The status of workload ``uid`` from its Volcano ``job`` (its last known object when ``deleted``) and its
     ``pods``, mapped as the module says; ``replicas`` has every replica of the Job's tasks (``Pending`` before its
@@ -226,8 +229,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
         accelerators: the extended resource names counted as devices (placements).
         stop: the stop Crater asked for; ``None``: the one recorded on ``job`` (:data:`ANNOTATION_STOP`), if any.
         deleted: the Job is gone from the API (its pods may remain for a while).
-        gone: the pods of this run already deleted, each with the time its deletion was seen (a stopped job's exit
-            status: :func:`_last_exit`).
+        gone: the pods of this run already deleted (:data:`Gone`; a stopped job's exit status: :func:`_last_exit`).
         now: the time a final status with no time of its own ends at (default: now, UTC).
     """
     accelerators = tuple(accelerators)

@@ -88,6 +88,8 @@ class Watches:
                 version = self._watch(kind, path, query, version)
                 delay = RETRY_S[0]
             except ApiError as exc:
+                if self._stop.is_set():
+                    return
                 if exc.status == 410:
                     version = None
                     continue
