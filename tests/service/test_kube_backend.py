@@ -232,3 +232,22 @@ def test_inventory_from_the_nodes_and_pods(kube, kube_cluster):
     kube_cluster.cordon("node-2")
     wait_for(lambda: [n.schedulable for n in be.capacity()] == [True, False])
     assert be.capacity()[1].conditions == ("cordoned",) and be.capacity()[0].allocations == {}
+
+
+def test_per_project_namespaces_are_made_with_a_default_deny_policy(kube_api, kube_client, kube_cluster):
+    options = KubeOptions(namespace_mode="per-project")
+    be = KubernetesBackend(options, kube_client)
+    try:
+        be.adopt()
+        be.ensure_queue("vision", parse_quota({"capability": {"nvidia.com/gpu": 8}}))
+        w = make_workload("exit 0")
+        be.create(w)
+        [ns] = [n for n in kube_api.store.list("", "namespaces")[0] if n["metadata"]["name"].startswith("crater-")]
+        assert ns["metadata"]["labels"]["crater.io/project"] == "vision"
+        policies = kube_api.store.list("networking.k8s.io", "networkpolicies", ns["metadata"]["name"])[0]
+        deny = [p for p in policies if p["spec"].get("podSelector") == {} and "Ingress" in p["spec"]["policyTypes"]]
+        assert deny, "a default-deny policy"
+        done = until(be, kube_cluster, w.uid, {JobPhase.SUCCEEDED})
+        assert done.exit_code == 0
+    finally:
+        be.close()
