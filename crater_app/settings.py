@@ -67,6 +67,21 @@ class Settings(BaseSettings):
             last attempt, or one with ``requeue_on_preemption`` off, ends ``Failed`` instead of going back to the
             queue (Kueue's ``waitForPodsReady.requeuingStrategy.backoffLimitCount`` plays the same part).
 
+    Kubernetes backend (``CRATER_BACKEND=kubernetes``; docs/kubernetes-backend.md):
+        kube_config: a kubeconfig file to use; empty: the standard ``KUBECONFIG`` variable, ``~/.kube/config``, else
+            the in-cluster service account. kube_context: the kubeconfig context (empty: its current one).
+        kube_namespace_mode: ``shared`` (every project's jobs in ``kube_namespace``) or ``per-project`` (a namespace
+            ``<kube_namespace_prefix><project slug>`` each, made with labels and a default-deny NetworkPolicy).
+        kube_namespace, kube_namespace_prefix: see above. kube_crater_namespace: the namespace Crater runs in
+            (session pods let it in).
+        kube_scheduler: ``schedulerName`` of the jobs (``volcano``).
+        kube_accelerators: the extended resource names counted as accelerators (comma-separated).
+        kube_model_labels: ``<resource>=<node label>`` pairs (comma-separated) naming the node label that gives a
+            resource's model, over the defaults (``nvidia.com/gpu=nvidia.com/gpu.product``, ...).
+        kube_service_account, kube_spaces_claim, kube_image_pull_policy, kube_image_pull_secrets (comma-separated),
+            kube_priority_class: the pods' ServiceAccount, the PersistentVolumeClaim of the project and user spaces,
+            the pull policy and Secrets, the jobs' PriorityClass.
+
     Console sign-in:
         public_urls: ``CRATER_PUBLIC_URLS``, the URLs browsers reach Crater at (comma- or space-separated). Cookie
             authenticated writes and the console's websocket must come from one of their origins, CORS answers only
@@ -122,6 +137,20 @@ class Settings(BaseSettings):
     local_pids_max: int = 16384
     max_attempts: int = Field(default=5, ge=1)
     public_urls: str = ""
+    kube_config: str = ""
+    kube_context: str = ""
+    kube_namespace_mode: str = "shared"
+    kube_namespace: str = "crater-jobs"
+    kube_namespace_prefix: str = "crater-"
+    kube_crater_namespace: str = "crater"
+    kube_scheduler: str = "volcano"
+    kube_accelerators: str = "nvidia.com/gpu,amd.com/gpu,huawei.com/Ascend910"
+    kube_model_labels: str = ""
+    kube_service_account: str = ""
+    kube_spaces_claim: str = "crater-spaces"
+    kube_image_pull_policy: str = "IfNotPresent"
+    kube_image_pull_secrets: str = ""
+    kube_priority_class: str = ""
     session_cookie_name: str = "crater_session"
     session_idle_timeout_s: int = Field(default=12 * 3600, ge=60, le=MAX_COOKIE_AGE_S)
     session_lifetime_s: int = Field(default=7 * 86400, ge=60, le=MAX_COOKIE_AGE_S)

@@ -10,7 +10,7 @@ A site is a call (or a rule's returned tuple) that names a catalogue key and pas
   text, or the keywords spread from a mapping, is reported);
 - ``notifications.row(user_id, kind, args)``: ``notify.<kind>``;
 - ``part(key, **args)`` (a message nested in another one's arguments, ``crater_app.i18n.format.part``): ``key``;
-- the local backend's status messages, ``say(code, **args)`` (``cluster.local.outcomes``) and
+- the backends' status messages, ``say(code, **args)`` (``cluster.local.outcomes``, ``cluster.kube.status``) and
   ``AccountError(code, **args)`` (``cluster.local.accounts``): ``event.<code>``;
 - a console form's field error, ``FormError(key, field, **args)`` (``state.forms``): ``key``;
 - the admission rules' values: ``Refusal(field, code, args)`` (``error.<code>``) and ``Hold(code, args)``
@@ -75,6 +75,8 @@ FORWARDING = {
     ("crater_app/cluster/local/backend.py", "_start", "exc.code"):
         "the AccountError(...) and StartFailed(...) constructions",
     ("crater_app/cluster/local/outcomes.py", "stopping", "f'event.{code}'"):
+        "the codes the services cancel with (ClusterBackend.cancel(code=...): job.cancelled_by in services.jobs)",
+    ("crater_app/cluster/kube/status.py", "_stopping", "f'event.{stop.code}'"):
         "the codes the services cancel with (ClusterBackend.cancel(code=...): job.cancelled_by in services.jobs)",
 }
 
