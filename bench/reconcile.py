@@ -197,6 +197,12 @@ def main() -> None:
 
         # 3. transitions through the watches into the database
         events0 = count_events(ctx)
+        if os.environ.get("BENCH_SAMPLER"):
+            sys.path.insert(0, os.environ["BENCH_SAMPLER"])
+            import sampler
+            prof = sampler.Sampler().start()
+            import sqlcount
+            sqlcount.install(ctx.engine)
         cpu0 = me.cpu_times()
         t0 = time.perf_counter()
         mock.send(op="run")
@@ -205,6 +211,9 @@ def main() -> None:
                        step=lambda: reconciler.sync() or time.sleep(0.002))
         run, finish = mock.answer(), mock.answer()
         cpu1 = me.cpu_times()
+        if os.environ.get("BENCH_SAMPLER"):
+            prof.stop()
+            sqlcount.report()
         transitions = count_events(ctx) - events0
         cpu_s = (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)
         print(f"transitions: {run['writes'] + finish['writes']:,} object writes in the mock "

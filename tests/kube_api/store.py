@@ -223,17 +223,18 @@ class Store:
 
     def update(self, group: str, plural: str, namespace: str, name: str, change: Callable[[dict], dict | None],
                *, subresource: str = "") -> dict | None:
-        """Write ``change(copy of the object)`` (``None``: no write) as the cluster's controllers do; returns the
-        new object or ``None`` when the object is gone or nothing changed."""
+        """Write ``change(object)`` (``None``: no write) as the cluster's controllers do. ``change`` gets the stored
+        object and must not change it: it returns a new dict (``{**obj, "status": ...}``). Returns the stored new
+        object (read-only) or ``None`` when the object is gone or ``change`` gave ``None``."""
         kind = self.kind(group, plural)
         with self.cond:
             cur = self.peek(group, plural, namespace, name)
             if cur is None:
                 return None
-            new = change(copy.deepcopy(cur))
+            new = change(cur)
             if new is None:
                 return None
-            return self._update(kind, cur, new, subresource, validate=False)
+            return self._update(kind, cur, new, subresource, validate=False, copy_result=False)
 
     def set_status(self, group: str, plural: str, namespace: str, name: str, status: dict) -> dict | None:
         """Test hook: replace the object's ``status`` (one MODIFIED event); ``None`` when the object is gone."""
@@ -376,7 +377,7 @@ class Store:
             raise self._invalid(kind, name, causes)
 
     def _update(self, kind: Kind, cur: dict, new: dict, subresource: str, validate: bool,
-                check: Check | None = None) -> dict:
+                check: Check | None = None, copy_result: bool = True) -> dict:
         name = cur["metadata"]["name"]
         if subresource == "status":
             new = {**cur, "status": new.get("status")} if "status" in new else dict(cur)
@@ -400,15 +401,16 @@ class Store:
             self._validate(kind, new, name)
         if validate:
             self._check_meta(kind, new, name)
+        out = copy.deepcopy if copy_result else (lambda obj: obj)
         if new == cur:
-            return copy.deepcopy(cur)  # a no-op write: no new resourceVersion, no event (as the API server)
+            return out(cur)  # a no-op write: no new resourceVersion, no event (as the API server)
         if new.get("spec") != cur.get("spec"):
             meta["generation"] = cur["metadata"].get("generation", 1) + 1
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(kind, new)
-            return copy.deepcopy(new)
+            return out(new)
         self._put(kind, (meta.get("namespace", ""), name), new, "MODIFIED", cur)
-        return copy.deepcopy(new)
+        return out(new)
 
     def _delete(self, kind: Kind, cur: dict, propagation: str, grace_seconds: int | None) -> dict:
         meta = cur["metadata"]
