@@ -5,7 +5,8 @@ per connection): discovery, create/get/list/replace/patch/delete of every served
 subresource, ``pods/log`` (with ``follow``), ``deletecollection``, and watches (``?watch=1&resourceVersion=N``
 with ``ADDED``/``MODIFIED``/``DELETED``, ``BOOKMARK`` every ``bookmark_interval`` seconds when
 ``allowWatchBookmarks``, ``timeoutSeconds``, and an ``ERROR`` event with a ``410`` ``Status`` when ``N`` is older
-than the history). Errors are ``Status`` objects with the real codes (400, 404, 409, 410, 422, 500, 503).
+than the history). Errors are ``Status`` objects with the real codes (400, 404, 409, 410, 422, 500, 503); writes of built-in kinds
+are also checked against their OpenAPI schemas (``tests/kube_schemas.py``), custom ones against their CRD's.
 
 Test hooks: :meth:`KubeApiServer.restart` (drops every connection and watch; optionally loses the history so the
 next watch gets 410, and refuses connections for ``outage_s``), :meth:`KubeApiServer.fail_next` (the next N
@@ -172,12 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._log(ns, name, query)
         if method == "GET":
             return self._send_json(200, store.get(kind.group, kind.plural, ns, name))
+        check = self.server.owner.check_for(kind, query)
         if method == "PUT":
             return self._send_json(200, store.replace(kind.group, kind.plural, ns, name, body or {},
-                                                      subresource=sub))
+                                                      subresource=sub, check=check))
         if method == "PATCH":
             return self._send_json(200, store.patch(kind.group, kind.plural, ns, name, body,
-                                                    self.headers.get("Content-Type", ""), subresource=sub))
+                                                    self.headers.get("Content-Type", ""), subresource=sub,
+                                                    check=check))
         if method == "DELETE":
             opts = body or {}
             grace = query.get("gracePeriodSeconds", opts.get("gracePeriodSeconds"))
@@ -191,7 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _collection(self, method: str, kind: Kind, namespace: str | None, query: dict, body) -> None:
         store = self.server.owner.store
         if method == "POST":
-            return self._send_json(201, store.create(kind.group, kind.plural, namespace or "", body or {}))
+            return self._send_json(201, store.create(kind.group, kind.plural, namespace or "", body or {},
+                                                     check=self.server.owner.check_for(kind, query)))
         if method == "GET" and _truthy(query.get("watch")):
             return self._watch(kind, namespace, query)
         if method in ("GET", "DELETE"):
@@ -381,6 +385,15 @@ class KubeApiServer:
         """A new ``kubernetes.client.ApiClient`` for this server."""
         from kubernetes import client
         return client.ApiClient(self.configuration())
+
+    def check_for(self, kind: Kind, query: dict):
+        """What else a write through HTTP is checked with (``tests/kube_schemas.errors``): every built-in kind
+        (its OpenAPI schema, as the API server decodes it), and a custom kind under ``fieldValidation=Strict``
+        (unknown fields are then errors instead of being pruned); ``None`` when nothing more."""
+        if kind.plural == "events" or (kind.is_custom and query.get("fieldValidation") != "Strict"):
+            return None
+        from tests import kube_schemas
+        return kube_schemas.errors
 
     # -- test hooks ----------------------------------------------------------------------------------------------
     def restart(self, *, lose_history: bool = False, outage_s: float = 0.0) -> None:

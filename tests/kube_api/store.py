@@ -24,6 +24,7 @@ from tests.kube_api import patching, schemas, selectors
 from tests.kube_api.kinds import Kind, all_kinds
 
 Key = tuple[str, str]  # (namespace or "", name)
+Check = Callable[[dict], list[str]]
 FOREGROUND = "foregroundDeletion"
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -144,9 +145,11 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------------------------------
     def create(self, group: str, plural: str, namespace: str, body: dict, *, keep_status: bool = False,
-               validate: bool = True) -> dict:
+               validate: bool = True, check: Check | None = None) -> dict:
         """Store a new object; returns a copy. ``keep_status`` keeps ``status`` (else dropped where ``status`` is a
-        subresource, as the API server does). Raises ``409 AlreadyExists``, ``404`` (namespace), ``422 Invalid``."""
+        subresource, as the API server does); ``check(obj)`` lists further problems (``"<path>: <message>"``, as
+        ``tests/kube_schemas.py`` gives them) that make it ``422``. Raises ``409 AlreadyExists``, ``404``
+        (namespace), ``422 Invalid``."""
         kind = self.kind(group, plural)
         with self.cond:
             obj = copy.deepcopy(body)
@@ -164,8 +167,11 @@ class Store:
                 raise ApiError(404, "NotFound", f'namespaces "{ns}" not found',
                                {"name": ns, "kind": "namespaces"})
             obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+            if kind.namespaced:
+                obj["metadata"]["namespace"] = ns
             if "status" in kind.subresources and not keep_status:
                 obj.pop("status", None)
+            self._run_check(kind, obj, name, check)
             if kind.schema is not None and validate:
                 obj = schemas.prune_object(kind.schema, obj)
                 self._validate(kind, obj, name)
@@ -183,7 +189,7 @@ class Store:
             return copy.deepcopy(obj)
 
     def replace(self, group: str, plural: str, namespace: str, name: str, body: dict, *,
-                subresource: str = "", validate: bool = True) -> dict:
+                subresource: str = "", validate: bool = True, check: Check | None = None) -> dict:
         """PUT: the whole object (or its ``status`` when ``subresource == "status"``). Raises ``404``, ``409
         Conflict`` (stale ``resourceVersion``), ``422`` (custom object without ``resourceVersion``, invalid)."""
         kind = self.kind(group, plural)
@@ -199,10 +205,10 @@ class Store:
                                    "metadata.resourceVersion", "FieldValueInvalid",
                                    "Invalid value: 0x0: must be specified for an update")]))
             self._check_rv(kind, cur, meta.get("resourceVersion"))
-            return self._update(kind, cur, copy.deepcopy(body), subresource, validate)
+            return self._update(kind, cur, copy.deepcopy(body), subresource, validate, check)
 
     def patch(self, group: str, plural: str, namespace: str, name: str, patch, content_type: str, *,
-              subresource: str = "", validate: bool = True) -> dict:
+              subresource: str = "", validate: bool = True, check: Check | None = None) -> dict:
         """PATCH with a merge, strategic merge or JSON patch; raises ``404``, ``409``, ``422``."""
         kind = self.kind(group, plural)
         with self.cond:
@@ -213,21 +219,22 @@ class Store:
                 raise ApiError(422, "Invalid", str(exc)) from None
             if isinstance(patch, dict) and (patch.get("metadata") or {}).get("resourceVersion"):
                 self._check_rv(kind, cur, patch["metadata"]["resourceVersion"])
-            return self._update(kind, cur, new, subresource, validate)
+            return self._update(kind, cur, new, subresource, validate, check)
 
     def update(self, group: str, plural: str, namespace: str, name: str, change: Callable[[dict], dict | None],
                *, subresource: str = "") -> dict | None:
-        """Write ``change(copy of the object)`` (``None``: no write) as the cluster's controllers do; returns the
-        new object or ``None`` when the object is gone or nothing changed."""
+        """Write ``change(object)`` (``None``: no write) as the cluster's controllers do. ``change`` gets the stored
+        object and must not change it: it returns a new dict (``{**obj, "status": ...}``). Returns the stored new
+        object (read-only) or ``None`` when the object is gone or ``change`` gave ``None``."""
         kind = self.kind(group, plural)
         with self.cond:
             cur = self.peek(group, plural, namespace, name)
             if cur is None:
                 return None
-            new = change(copy.deepcopy(cur))
+            new = change(cur)
             if new is None:
                 return None
-            return self._update(kind, cur, new, subresource, validate=False)
+            return self._update(kind, cur, new, subresource, validate=False, copy_result=False)
 
     def set_status(self, group: str, plural: str, namespace: str, name: str, status: dict) -> dict | None:
         """Test hook: replace the object's ``status`` (one MODIFIED event); ``None`` when the object is gone."""
@@ -354,12 +361,23 @@ class Store:
         if causes:
             raise self._invalid(kind, name, causes)
 
+    def _run_check(self, kind: Kind, obj: dict, name: str, check: Check | None) -> None:
+        problems = check(obj) if check is not None else []
+        if problems:
+            causes = []
+            for problem in problems:
+                where, _, message = problem.partition(": ")
+                path = schemas.field_path([int(p) if p.isdigit() else p for p in where.split(".")])
+                causes.append(schemas.Cause(path, "FieldValueInvalid", f"Invalid value: {message}"))
+            raise self._invalid(kind, name, causes)
+
     def _validate(self, kind: Kind, obj: dict, name: str) -> None:
         causes = schemas.validate_object(kind.schema, obj)
         if causes:
             raise self._invalid(kind, name, causes)
 
-    def _update(self, kind: Kind, cur: dict, new: dict, subresource: str, validate: bool) -> dict:
+    def _update(self, kind: Kind, cur: dict, new: dict, subresource: str, validate: bool,
+                check: Check | None = None, copy_result: bool = True) -> dict:
         name = cur["metadata"]["name"]
         if subresource == "status":
             new = {**cur, "status": new.get("status")} if "status" in new else dict(cur)
@@ -377,20 +395,22 @@ class Store:
                 meta.pop(fixed, None)
         meta["resourceVersion"] = cur["metadata"]["resourceVersion"]
         new["metadata"] = meta
+        self._run_check(kind, new, name, check)
         if kind.schema is not None and validate:
             new = schemas.prune_object(kind.schema, new)
             self._validate(kind, new, name)
         if validate:
             self._check_meta(kind, new, name)
+        out = copy.deepcopy if copy_result else (lambda obj: obj)
         if new == cur:
-            return copy.deepcopy(cur)  # a no-op write: no new resourceVersion, no event (as the API server)
+            return out(cur)  # a no-op write: no new resourceVersion, no event (as the API server)
         if new.get("spec") != cur.get("spec"):
             meta["generation"] = cur["metadata"].get("generation", 1) + 1
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(kind, new)
-            return copy.deepcopy(new)
+            return out(new)
         self._put(kind, (meta.get("namespace", ""), name), new, "MODIFIED", cur)
-        return copy.deepcopy(new)
+        return out(new)
 
     def _delete(self, kind: Kind, cur: dict, propagation: str, grace_seconds: int | None) -> dict:
         meta = cur["metadata"]

@@ -293,3 +293,18 @@ def test_discovery_serves_the_dynamic_client(kube_client):
 ])
 def test_label_selectors(selector, labels, matches):
     assert selectors.label_matcher(selector)({"metadata": {"labels": labels}}) is matches
+
+
+def test_built_in_kinds_and_strict_custom_writes_are_checked_against_their_schemas(kube_client, custom):
+    services = dynamic.DynamicClient(kube_client).resources.get(api_version="v1", kind="Service")
+    bad_port = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+                "spec": {"ports": [{"port": "http"}]}}  # the typed client would refuse it before sending
+    with pytest.raises(ApiException) as invalid:
+        services.create(body=bad_port, namespace="default")
+    assert invalid.value.status == 422
+    assert status_of(invalid.value)["details"]["causes"][0]["field"] == "spec.ports[0].port"
+    job = vcjob("strict")
+    job["spec"]["notInTheSchema"] = 1
+    with pytest.raises(ApiException) as strict:
+        custom.create_namespaced_custom_object(*VC, "default", "jobs", job, field_validation="Strict")
+    assert strict.value.status == 422 and "notInTheSchema" in status_of(strict.value)["message"]
