@@ -1,6 +1,7 @@
 """The Kubernetes backend: :class:`KubernetesBackend`, a ``ClusterBackend`` of Volcano Jobs and Queues.
 
-Reads come from caches fed by list-then-watch reflectors (:mod:`.watching`: vcjobs, pods, events, nodes, queues),
+Reads come from caches fed by list-then-watch reflectors (:mod:`.watching`: vcjobs, pods, events, nodes, queues;
+a re-list after ``410 Gone`` reports its differences as events),
 never from a call on the submit path; every change a watch brings is turned into the workload's status
 (:mod:`.status`) and, when it differs from the last one, logged (:mod:`.changes`). Writes are the API calls of
 :mod:`.calls`: ``create`` POSTs the Volcano Job (and a session's Service); ``cancel`` records the stop on the Job
@@ -58,7 +59,7 @@ class KubernetesBackend:
     Args:
         options: the builders' settings (:class:`KubeOptions`; ``pod_deadlines`` is turned off).
         api_client: a configured :class:`kubernetes.client.ApiClient` (:func:`.client.make_api_client`).
-        watch: start the reflectors now (``False``: the caller feeds :meth:`on_event`/:meth:`on_relist`).
+        watch: start the reflectors now (``False``: the caller feeds :meth:`on_event`).
         clock: seconds (``time.time``), for deadlines and back-off.
     """
 
@@ -81,7 +82,7 @@ class KubernetesBackend:
         if watch:
             from crater_app.cluster.kube.watching import Watches
 
-            self._watches = Watches(api_client, self.options, self.on_event, self.on_relist)
+            self._watches = Watches(api_client, self.options, self.on_event)
             self._watches.start()
 
     # -- feeding the caches ------------------------------------------------------------------------------------
@@ -89,12 +90,6 @@ class KubernetesBackend:
         """One watch event of ``kind`` (:data:`.cache.KINDS`): the caches and the touched workloads' statuses."""
         with self._lock:
             self._touched(kind, self.cache.apply(kind, event, obj))
-
-    def on_relist(self, kind: str, objects: list[dict]) -> None:
-        """A full list of ``kind`` (the first list, or a re-list after ``410 Gone``): what changed meanwhile,
-        deletions included, is logged like any other change."""
-        with self._lock:
-            self._touched(kind, self.cache.replace(kind, objects))
 
     def _touched(self, kind: str, uids: set[str]) -> None:
         if kind == kinds.JOBS:

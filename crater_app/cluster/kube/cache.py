@@ -1,7 +1,7 @@
 """What the reflectors have seen, indexed for the backend: Volcano Jobs and pods by workload uid (label
 ``crater.io/job-uid``), pods by node, nodes, Queues and the last events per workload. Fed one watch event at a time
-(:meth:`ClusterCache.apply`) or a whole re-list (:meth:`ClusterCache.replace`); each returns the workload uids whose
-objects changed. Not thread-safe by itself: the backend holds its lock around every call.
+(:meth:`ClusterCache.apply`, a re-list's differences included), which returns the workload uids whose objects
+changed. Not thread-safe by itself: the backend holds its lock around every call.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ class ClusterCache:
         self.queues: dict[str, dict] = {}
         self.events: dict[str, deque] = {}  # uid -> last events about its Job or pods
         self._job_names: dict[tuple[str, str], str] = {}  # (ns, job name) -> uid, for events and unlabelled pods
-        self.synced: set[str] = set()  # kinds listed at least once
 
     def _pod_uid(self, pod: dict) -> str:
         ns, _ = key_of(pod)
@@ -114,28 +113,6 @@ class ClusterCache:
             if uid:
                 self.events.setdefault(uid, deque(maxlen=EVENTS_KEPT)).append(obj)
         return set()
-
-    def replace(self, kind: str, objects: list[dict]) -> set[str]:
-        """A re-list of ``kind``: what is not in ``objects`` is deleted, the rest applied; the uids touched."""
-        self.synced.add(kind)
-        if kind == JOBS:
-            current = list(self.jobs.values())
-        elif kind == PODS:
-            current = [p for pods in self.pods.values() for p in pods.values()] + list(self.all_pods.values())
-        elif kind == NODES:
-            current = list(self.nodes.values())
-        elif kind == QUEUES:
-            current = list(self.queues.values())
-        else:
-            return set()
-        keep = {key_of(o) for o in objects}
-        touched: set[str] = set()
-        for old in current:
-            if key_of(old) not in keep:
-                touched |= self.apply(kind, DELETED, old)
-        for obj in objects:
-            touched |= self.apply(kind, MODIFIED, obj)
-        return touched
 
     def _grace_end(self, key: tuple[str, str], pod: dict) -> datetime | None:
         """When a deleted pod's grace period ended: its ``deletionTimestamp`` (the API server sets it to the
