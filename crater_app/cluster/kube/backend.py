@@ -234,6 +234,10 @@ class KubernetesBackend:
             if record.final or record.stop is not None:
                 return
             record.max_runtime_s = max_runtime_s
+            for obj in record.manifests[:1]:  # a Job not created yet is created with the new deadline
+                obj["metadata"].setdefault("annotations", {})[ANNOTATION_MAX_RUNTIME] = str(max_runtime_s)
+            if record.state != CREATED:
+                return
         try:
             self.calls.patch("Job", record.namespace, record.name,
                              {"metadata": {"annotations": {ANNOTATION_MAX_RUNTIME: str(max_runtime_s)}}})
