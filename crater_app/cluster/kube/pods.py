@@ -174,10 +174,10 @@ def pod_facts(pod: dict) -> PodFacts:
     return PodFacts(status.get("reason") or "", status.get("message") or "", **common)
 
 
-def replica_status(pod: dict) -> ReplicaStatus:
+def replica_status(pod: dict, facts: PodFacts | None = None) -> ReplicaStatus:
     """One pod as a :class:`ReplicaStatus`: task, index, the pod's phase (``Pending`` when it has none yet), node,
-    exit code, reason and message (:func:`pod_facts`), restarts."""
-    facts = pod_facts(pod)
+    exit code, reason and message (``facts``, :func:`pod_facts` when not given), restarts."""
+    facts = facts or pod_facts(pod)
     return ReplicaStatus(task=task_of(pod), replica=index_of(pod),
                          phase=(pod.get("status") or {}).get("phase") or "Pending",
                          node=(pod.get("spec") or {}).get("nodeName") or "", exit_code=facts.exit_code,

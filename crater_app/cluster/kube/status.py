@@ -130,10 +130,9 @@ def _ordered(job: dict | None, pods: Iterable[dict]) -> list[dict]:
                                        podinfo.index_of(p)))
 
 
-def _waiting(pods: list[dict]) -> Said | None:
-    """Why a job is not running yet or not well, from its pods: a container stuck waiting first (an image that
-    cannot be pulled will not fix itself), then a pod the scheduler cannot place."""
-    facts = [(p, podinfo.pod_facts(p)) for p in pods]
+def _waiting(facts: list[tuple[dict, podinfo.PodFacts]]) -> Said | None:
+    """Why a job is not running yet or not well, from its pods and their facts: a container stuck waiting first (an
+    image that cannot be pulled will not fix itself), then a pod the scheduler cannot place."""
     for pod, f in facts:
         if f.reason in podinfo.STUCK_WAITING:
             return say("kube.replica_waiting", replica=_replica_name(pod), reason=f.reason, image=f.image,
@@ -144,9 +143,8 @@ def _waiting(pods: list[dict]) -> Said | None:
     return None
 
 
-def _failure(pods: list[dict]) -> tuple[str, Said, int | None, int | None] | None:
+def _failure(facts: list[tuple[dict, podinfo.PodFacts]]) -> tuple[str, Said, int | None, int | None] | None:
     """(reason, message, exit code, signal) of the pod that failed the job, by :data:`_FAILURES` order."""
-    facts = [(p, podinfo.pod_facts(p)) for p in pods]
     for wanted in _FAILURES:
         for pod, f in facts:
             if f.reason != wanted:
@@ -187,17 +185,17 @@ def _last_exit(pods: list[dict], gone: list[Gone]) -> tuple[int | None, int | No
     return None, None
 
 
-def pending_replicas(job: dict | None, pods: list[dict]) -> tuple[ReplicaStatus, ...]:
-    """Every replica the Job's tasks have (``spec.tasks[].replicas``), from its pod where there is one, else
-    ``Pending`` (the job controller has not made the pod yet), in task order."""
-    by_replica = {(podinfo.task_of(p), podinfo.index_of(p)): p for p in pods}
+def pending_replicas(job: dict | None, facts: list[tuple[dict, podinfo.PodFacts]]) -> tuple[ReplicaStatus, ...]:
+    """Every replica the Job's tasks have (``spec.tasks[].replicas``), from its pod (and the pod's facts) where there
+    is one, else ``Pending`` (the job controller has not made the pod yet), in task order."""
+    by_replica = {(podinfo.task_of(p), podinfo.index_of(p)): (p, f) for p, f in facts}
     out = []
     for task in ((job or {}).get("spec") or {}).get("tasks") or []:
         name = task.get("name", "")
         for i in range(int(task.get("replicas") or 0)):
-            pod = by_replica.pop((name, i), None)
-            out.append(podinfo.replica_status(pod) if pod is not None else ReplicaStatus(name, i, "Pending"))
-    out += [podinfo.replica_status(p) for p in by_replica.values()]  # pods of tasks the spec does not name
+            found = by_replica.pop((name, i), None)
+            out.append(podinfo.replica_status(*found) if found is not None else ReplicaStatus(name, i, "Pending"))
+    out += [podinfo.replica_status(p, f) for p, f in by_replica.values()]  # pods of tasks the spec does not name
     return tuple(out)
 
 
@@ -240,9 +238,9 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     state = ((job or {}).get("status") or {}).get("state") or {}
     attempt = attempt_of(job)
     placements = tuple(p for p in (podinfo.placement_of(pod, accelerators) for pod in pods) if p is not None)
-    facts = [podinfo.pod_facts(p) for p in pods]
-    starts = [f.started_at for f in facts if f.started_at]
-    ends = [f.finished_at for f in facts if f.finished_at]
+    pairs = [(p, podinfo.pod_facts(p)) for p in pods]
+    starts = [f.started_at for _, f in pairs if f.started_at]
+    ends = [f.finished_at for _, f in pairs if f.finished_at]
     started = min(starts) if starts else (podinfo.parse_time(state.get("lastTransitionTime"))
                                           if raw in ("Running", "Completed", "Completing") else None)
     finished = max(ends) if ends else podinfo.parse_time(state.get("lastTransitionTime"))
@@ -257,7 +255,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
             uid=uid, phase=phase, raw_state=raw, reason=reason, message=said.message, code=said.code,
             args=said.args, exit_code=exit_code, exit_signal=exit_signal, started_at=started,
             finished_at=(finished or started or now or datetime.now(timezone.utc)) if final else None,
-            attempt=attempt, placements=placements, replicas=pending_replicas(job, pods))
+            attempt=attempt, placements=placements, replicas=pending_replicas(job, pairs))
 
     def ended_by_stop(s: Stop) -> WorkloadStatus:
         code, sig = _last_exit(pods, gone)
@@ -269,7 +267,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     if mapped == JobPhase.SUCCEEDED:
         return make(JobPhase.SUCCEEDED, "Completed", say("kube.completed"), 0)
     if raw == "Failed" or (mapped == JobPhase.FAILED and stop is None):
-        failure = _failure(pods)
+        failure = _failure(pairs)
         if failure is not None:
             reason, said, code, sig = failure
             return make(JobPhase.FAILED, reason, said, code, sig)
@@ -287,10 +285,10 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     if mapped is None:
         return WorkloadStatus(uid=uid, phase=None, raw_state=raw, reason=state.get("reason") or raw,
                               message=state.get("message") or "", attempt=attempt, placements=placements,
-                              replicas=pending_replicas(job, pods), started_at=started)
+                              replicas=pending_replicas(job, pairs), started_at=started)
     if mapped == JobPhase.QUEUED:
         queue = ((job or {}).get("spec") or {}).get("queue") or ""
-        return make(JobPhase.QUEUED, "Pending", _waiting(pods) or say("kube.queued", queue=queue))
+        return make(JobPhase.QUEUED, "Pending", _waiting(pairs) or say("kube.queued", queue=queue))
     if mapped == JobPhase.STOPPING:
         return make(JobPhase.STOPPING, raw, say("kube.stopping", state=raw, message=state.get("message") or ""))
     if raw == "Restarting":
@@ -298,7 +296,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
                                                         retries=int(job.get("status", {}).get("retryCount") or 0)))
     if raw == "Completing":
         return make(JobPhase.RUNNING, "Completing", say("kube.completing"))
-    stuck = _waiting(pods)
+    stuck = _waiting(pairs)
     if stuck is not None and stuck.code == "kube.replica_waiting":
         return make(JobPhase.RUNNING, stuck.args["reason"], stuck)
     nodes = list(dict.fromkeys(p.node for p in placements))
