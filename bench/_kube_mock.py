@@ -5,7 +5,8 @@ memory are not Crater's. Prints ``{"url": ...}`` on stdout, then answers one JSO
   Job is (status Pending), each with its pods (Pending, as Volcano makes them); the node is made;
 - ``{"op": "run"}`` / ``{"op": "finish"}``: every Job's pods bound and Running and the Job Running / every pod
   Succeeded (exit 0) and the Job Completed - the writes Volcano and the kubelet make, one object at a time;
-- ``{"op": "restart", "lose_history": true}``: an API server restart (watches dropped; 410 for older versions);
+- ``{"op": "restart", "lose_history": true}``: an API server restart (watches dropped; with ``lose_history``, 410
+  for every version a client has seen);
 - ``{"op": "quit"}``.
 Each answer has ``seconds`` (time the writes took) and ``writes`` (objects written).
 """
@@ -69,6 +70,9 @@ def main() -> None:
             for ns, name in jobs:
                 store.set_status(*VC, ns, name, {"state": {"phase": "Completed"}, "minAvailable": 1, "succeeded": 1})
         elif cmd["op"] == "restart":
+            # a write, then the history forgotten: a restarted API server's watch cache starts after every
+            # resourceVersion a client has seen, so every watch gets 410 Gone and lists again
+            store.create("", "configmaps", "default", {"metadata": {"generateName": "restart-"}}, validate=False)
             server.restart(lose_history=bool(cmd.get("lose_history")))
         elif cmd["op"] == "quit":
             break
