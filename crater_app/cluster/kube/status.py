@@ -14,7 +14,8 @@ Restarting     Running       Volcano's ``RestartJob`` policy is recreating the p
                              ``Running``); ``retries`` (``status.retryCount``) in the arguments
 Completing     Running       a task that ends the job has finished and the other pods are being stopped: nobody
                              asked for a stop (so not ``Stopping``), its devices are still held
-Completed      Succeeded
+Completed      Succeeded     (while a pod still holds its node: ``Running``, ``Completing`` - the pods' watch is
+                             behind the Jobs'; a final Failed/Aborted/Terminated likewise is ``Stopping``)
 Aborting       Stopping      a stop is under way (Crater's, or an ``AbortJob`` policy)
 Aborted        Cancelled     when Crater asked for the stop (:class:`Stop`), else ``Failed`` with the pod reason
                              that caused it (``Evicted``, ``OOMKilled``, ...)
@@ -264,6 +265,15 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
                                                                   max_runtime_s=s.max_runtime_s), code, sig)
         return make(JobPhase.CANCELLED, "Cancelled", _cancelled(s), code, sig)
 
+    if mapped is not None and mapped.terminal and holding:
+        # Volcano ends a Job once its pods have ended; a pod still holding its node is one whose end the pods'
+        # watch has not brought yet (the two watches are not ordered): the Job is still ending.
+        if mapped == JobPhase.SUCCEEDED:
+            return make(JobPhase.RUNNING, "Completing", say("kube.completing"))
+        if stop is not None:
+            reason, said = _stopping(stop)
+            return make(JobPhase.STOPPING, reason, said)
+        return make(JobPhase.STOPPING, raw, say("kube.stopping", state=raw, message=state.get("message") or ""))
     if mapped == JobPhase.SUCCEEDED:
         return make(JobPhase.SUCCEEDED, "Completed", say("kube.completed"), 0)
     if raw == "Failed" or (mapped == JobPhase.FAILED and stop is None):
