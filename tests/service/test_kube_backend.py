@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from crater_app.cluster.base import Task, Workload
+from crater_app.cluster.base import Port, Task, Workload
 from crater_app.cluster.kube.backend import KubernetesBackend
 from crater_app.cluster.kube.object_names import job_name, project_queue_name
 from crater_app.cluster.kube.options import KubeOptions
@@ -251,3 +251,19 @@ def test_per_project_namespaces_are_made_with_a_default_deny_policy(kube_api, ku
         assert done.exit_code == 0
     finally:
         be.close()
+
+
+def test_a_session_has_its_service_among_its_manifests(kube, kube_api, kube_cluster):
+    from tests.kube_schemas import validate
+
+    be = kube()
+    task = Task(name="main", replicas=1, image="jupyter/base", command=("sh", "-c", "sleep 30"),
+                resources=ResourceList(cpu_m=500, memory_bytes=1 << 30), ports=(Port("http", 8888),))
+    w = make_workload(tasks=(task,), kind="interactive")
+    be.create(w)
+    until(be, kube_cluster, w.uid, {JobPhase.RUNNING})
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in be.manifests(w.uid)]
+    assert kinds == [("Job", job_name(w.uid)), ("Service", f"{job_name(w.uid)}-session")]
+    assert kube_api.store.peek("", "services", NS, f"{job_name(w.uid)}-session") is not None
+    for obj in be.manifests(w.uid):
+        validate(obj)

@@ -18,10 +18,9 @@ from datetime import datetime, timezone
 from crater_app.cluster.base import Workload, WorkloadStatus
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.cluster.kube.cache import ClusterCache
-from crater_app.cluster.kube.job_manifest import volcano_job
+from crater_app.cluster.kube.job_manifest import workload_objects
 from crater_app.cluster.kube.object_names import ANNOTATION_PROJECT
 from crater_app.cluster.kube.options import KubeOptions
-from crater_app.cluster.kube.session_manifest import session_service
 from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, Stop, attempt_of, pending_replicas, say,
                                             workload_status)
 from crater_app.domain.errors import CraterError
@@ -31,18 +30,15 @@ PENDING, CREATED, REPLACING, REFUSED = "pending", "created", "replacing", "refus
 
 
 def build(workload: Workload, options: KubeOptions) -> list[dict]:
-    """The objects of ``workload``: its Volcano Job (with the ``crater.io/max-runtime-s`` annotation when it has a
-    deadline) and, for an ``interactive`` one, its Service.
+    """The objects of ``workload`` (:func:`~crater_app.cluster.kube.job_manifest.workload_objects`: its Volcano Job,
+    and a session's Service), the Job with the ``crater.io/max-runtime-s`` annotation when it has a deadline.
 
     Raises:
         InvalidInput, ValueError: what the builders raise for a workload they cannot express.
     """
-    job = volcano_job(workload, options)
+    objects = workload_objects(workload, options)
     if workload.max_runtime_s:
-        job["metadata"].setdefault("annotations", {})[ANNOTATION_MAX_RUNTIME] = str(workload.max_runtime_s)
-    objects = [job]
-    if workload.kind == "interactive":
-        objects.append(session_service(workload, options))
+        objects[0]["metadata"].setdefault("annotations", {})[ANNOTATION_MAX_RUNTIME] = str(workload.max_runtime_s)
     return objects
 
 
