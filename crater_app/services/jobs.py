@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, func
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
-from crater_app.cluster.base import Workload
+from crater_app.cluster.base import HOST_PROCESSES, Workload
 from crater_app.db.models import Approval, Job, OperationLog, Project
 from crater_app.schemas import JobPublic
 from crater_app.db.types import utcnow
@@ -63,8 +63,9 @@ def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | No
 
 
 def workload_of(job: Job, project: str, user: str) -> Workload:
-    """The backend request for ``job`` (uid is the idempotency key; ``attempt`` the run it is on)."""
-    return Workload(
+    """The backend request for ``job`` (uid is the idempotency key; ``attempt`` the run it is on): one task of one
+    replica (:meth:`Workload.single`) with the job's command and request."""
+    return Workload.single(
         uid=job.uid, name=job.name, project=project, user=user, image=job.image, command=tuple(job.command),
         env=dict(job.env), working_dir=job.working_dir, resources=parse_resources(job.resources),
         accelerator_model=job.accelerator_model, max_runtime_s=job.max_runtime_s, priority=job.priority,
@@ -123,7 +124,7 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         "preemptible": spec.preemptible, "reason_code": "", "reason_args": {}, "admitted_at": None,
         "attempt": 1, "requeue_on_preemption": spec.requeue_on_preemption,
     }
-    workload = Workload(
+    workload = Workload.single(
         uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
         command=tuple(spec.command), env=dict(spec.env), working_dir=spec.working_dir, resources=resources,
         accelerator_model=spec.accelerator_model, max_runtime_s=spec.max_runtime, priority=spec.priority,
@@ -171,7 +172,7 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
             ids = [by_uid[item.values["uid"]] for item in ok]
         if ok:
             at = utcnow()
-            host = ctx.backend.name == "local"
+            host = HOST_PROCESSES in ctx.backend.capabilities
             s.execute(_INSERT_EVENT, [
                 row for job_id, item in zip(ids, ok) for row in _events_of(item, job_id, at, host)
             ])
