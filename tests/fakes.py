@@ -9,7 +9,8 @@ state at the next :meth:`tick`. Commands are simulated: ``["sh", "-c", "echo hi;
 runs 2 seconds and exits 3 (statements ``echo``, ``sleep N``, ``exit K``; anything else runs instantly with 0).
 
 Test hooks: :meth:`set_state` reports an arbitrary backend state (e.g. ``Evicted``); :meth:`forget` loses a
-workload, as a wiped cluster would.
+workload, as a wiped cluster would; :meth:`keep_manifests` makes it a backend that keeps objects (``MANIFESTS``),
+as the Kubernetes backend does, with the given objects for a uid.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from crater_app.cluster.base import (ENFORCES_DEADLINES, Changes, Device, NodeInventory, Placement, ReplicaStatus,
+from crater_app.cluster.base import (ENFORCES_DEADLINES, MANIFESTS, Changes, Device, NodeInventory, Placement, ReplicaStatus,
                                      Workload, WorkloadStatus)
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.placement import Capacity, FreeDevice, Request, Running, place
@@ -98,6 +99,7 @@ class FakeBackend:
         self.created: list[str] = []  # every create() call, in order (idempotency checks)
         self.adopted = 0
         self.queues: dict[str, tuple] = {}  # ensure_queue() calls: project -> (quota, shares)
+        self._manifests: dict[str, list[dict]] = {}  # keep_manifests(): uid -> objects
 
     # -- helpers -------------------------------------------------------------------------------
     def _now(self) -> datetime:
@@ -214,7 +216,10 @@ class FakeBackend:
         self.queues[project] = (quota, dict(shares or {}))
 
     def manifests(self, uid: str) -> list[dict]:
-        return []
+        with self._lock:
+            if MANIFESTS not in self.capabilities or uid not in self._records:
+                return []
+            return [dict(o) for o in self._manifests.get(uid, [])]
 
     def tick(self) -> None:
         with self._lock:
@@ -291,3 +296,11 @@ class FakeBackend:
         """Lose every trace of ``uid``."""
         with self._lock:
             self._records.pop(uid, None)
+            self._manifests.pop(uid, None)
+
+    def keep_manifests(self, uid: str, objects: list[dict]) -> None:
+        """From now on this backend has ``MANIFESTS`` and gives ``objects`` as the objects made for ``uid`` (while
+        it knows ``uid``; ``[]`` for the others)."""
+        with self._lock:
+            self.capabilities = type(self).capabilities | {MANIFESTS}
+            self._manifests[uid] = [dict(o) for o in objects]
