@@ -59,7 +59,8 @@ def check_replica(task: TaskPlan, model: str | None, nodes: Sequence[NodeCapacit
             ``<task>.resources.<name>`` the first resource (accelerators by name, then cpu, memory) no node has
             enough of: ``job.replica_never_fits_devices`` (``resource``, ``have`` the most devices of it on one node,
             ``request``; "largest node has 4 × nvidia.com/gpu; one replica cannot get 8"),
-            ``job.replica_never_fits_model`` (the same and ``model``), ``job.replica_never_fits_cpu`` /
+            ``job.replica_never_fits_model`` (the same and ``model``; naming ``accelerator_model`` when a node has
+            enough devices of other models), ``job.replica_never_fits_cpu`` /
             ``job.replica_never_fits_memory`` (``have``, ``request``: millicores / bytes); naming
             ``<task>.resources``: ``job.replica_no_single_node`` (``request``: the replica's resources) when each
             resource alone fits some node but none has all.
@@ -74,8 +75,11 @@ def check_replica(task: TaskPlan, model: str | None, nodes: Sequence[NodeCapacit
         have = max(_count(n, name, model) for n in usable)
         if count > have:
             if model is not None:
-                raise Unschedulable("job.replica_never_fits_model", task.field("resources", name), resource=name,
-                                    model=model, have=have, request=count)
+                # the model is what is lacking when some node has enough devices of other models
+                field = ("accelerator_model" if max(_count(n, name, None) for n in usable) >= count
+                         else task.field("resources", name))
+                raise Unschedulable("job.replica_never_fits_model", field, resource=name, model=model, have=have,
+                                    request=count)
             raise Unschedulable("job.replica_never_fits_devices", task.field("resources", name), resource=name,
                                 have=have, request=count)
     cpu = max(n.cpu_m for n in usable)
