@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-
+import dataclasses
 import os
 import socket
 import time
@@ -133,7 +133,7 @@ def counts(ctx: ServiceContext) -> dict[str, int]:
             "job_events": s.exec(select(func.count()).select_from(JobEvent)).one(),
             "operation_logs": s.exec(select(func.count()).select_from(OperationLog)).one(),
         }
-    out["backend_workloads"] = len({c.uid for c in ctx.backend.changes(0, 100000)})
+    out["backend_workloads"] = len(ctx.backend.list_workloads())
     return out
 
 
@@ -201,11 +201,16 @@ def workload(command: list[str] | str = "exit 0", gpus: int = 0, priority: int =
              max_runtime: int | None = None, model: str | None = None, uid: str | None = None) -> Workload:
     argv = ["sh", "-c", command] if isinstance(command, str) else command
     resources = {"nvidia.com/gpu": gpus} if gpus else {}
-    return Workload(
+    return Workload.single(
         uid=uid or str(uuid.uuid4()), name="w", project="default", user="alice", image="local/host",
         command=tuple(argv), env={}, working_dir=None, resources=parse_resources(resources), accelerator_model=model,
         max_runtime_s=max_runtime, priority=priority, created_at=T0 + timedelta(seconds=at),
     )
+
+
+def with_task(w: Workload, **changes) -> Workload:
+    """``w`` with ``changes`` made to its first task (``command``, ``env``, ``working_dir``, ``resources``, ...)."""
+    return dataclasses.replace(w, tasks=(dataclasses.replace(w.tasks[0], **changes), *w.tasks[1:]))
 
 
 def backend_pid(backend, uid: str) -> int:

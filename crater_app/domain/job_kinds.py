@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.job_tasks import JobTasks, TaskPlan, TaskPort, check_tasks, single_task, totals
 from crater_app.domain.job_volumes import parse_shm_size
+from crater_app.domain.rendezvous import MPI_LAUNCHER, PYTORCH_DEFAULT_PORT, PYTORCH_MASTER, PYTORCH_WORKER
 
 if TYPE_CHECKING:  # jobs imports this module
     from crater_app.domain.jobs import JobSpec
@@ -41,9 +42,9 @@ DEFAULT_MAX_RETRY = 3
 MAX_RETRY = 100
 #: the tasks of a kind with a leader: (leader, the other allowed task); the leader has exactly one replica and its
 #: end ends the job (Volcano's pytorch plugin's ``--master``/``--worker``; the mpi plugin's ``--master``/``--worker``)
-ROLES = {"pytorch": ("master", "worker"), "mpi": ("launcher", "worker")}
+ROLES = {"pytorch": (PYTORCH_MASTER, PYTORCH_WORKER), "mpi": (MPI_LAUNCHER, "worker")}
 #: the pytorch plugin's default port and the name it gives it
-RENDEZVOUS_PORT = 23456
+RENDEZVOUS_PORT = PYTORCH_DEFAULT_PORT
 RENDEZVOUS_PORT_NAME = "pytorchjob-port"
 
 

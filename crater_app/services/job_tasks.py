@@ -16,7 +16,7 @@ from sqlalchemy import select as sa_select
 from crater_app.cluster.base import Port, Task, Volume, Workload
 from crater_app.db.models import Job, Project
 from crater_app.db.queries.resource_lists import quota_list
-from crater_app.domain.gang import NodeCapacity, check_gang, check_replicas
+from crater_app.domain.gang_fit import NodeCapacity, check_gang, check_replicas
 from crater_app.domain.job_tasks import SINGLE_TASK, JobTasks
 from crater_app.domain.job_volumes import parse_shm_size
 from crater_app.domain.jobs import JobSpec
@@ -30,13 +30,13 @@ def check_fits(ctx: ServiceContext, spec: JobSpec, plan: JobTasks, project_id: i
     """Whether the job could ever run: every accelerator name it asks for is offered by some node (the closest
     offered name as ``suggestion`` otherwise), one replica of each task fits the largest schedulable node, and its
     gang fits the schedulable nodes together and (for a job of several replicas) the project's ``capability``
-    (:mod:`crater_app.domain.gang`). The nodes are the backend's inventory cache (:func:`capacity`: what they have,
+    (:mod:`crater_app.domain.gang_fit`). The nodes are the backend's inventory cache (:func:`capacity`: what they have,
     not what they hold now).
 
     Raises:
         Unschedulable: the errors of :func:`~crater_app.domain.resource_names.check_offered` (naming
-            ``resources.<name>``, or ``tasks[i].resources.<name>``), :func:`~crater_app.domain.gang.check_replicas`
-            (``job.no_node`` without a schedulable node) and :func:`~crater_app.domain.gang.check_gang` (naming
+            ``resources.<name>``, or ``tasks[i].resources.<name>``), :func:`~crater_app.domain.gang_fit.check_replicas`
+            (``job.no_node`` without a schedulable node) and :func:`~crater_app.domain.gang_fit.check_gang` (naming
             ``min_available`` when the spec gives it, else ``tasks``).
     """
     inventory = capacity(ctx)

@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, func
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
-from crater_app.cluster.base import Workload
+from crater_app.cluster.base import HOST_PROCESSES, Workload
 from crater_app.db.models import Approval, Job, OperationLog, Project
 from crater_app.schemas import JobPublic
 from crater_app.db.types import utcnow
@@ -149,7 +149,7 @@ def _write_submissions(ctx: ServiceContext, batch: list[NewJob]) -> list[tuple[i
             ids = [by_uid[item.values["uid"]] for item in ok]
         if ok:
             at = utcnow()
-            host = ctx.backend.name == "local"
+            host = HOST_PROCESSES in ctx.backend.capabilities
             s.execute(_INSERT_EVENT, [
                 row for job_id, item in zip(ids, ok) for row in _events_of(item, job_id, at, host)
             ])

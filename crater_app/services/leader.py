@@ -84,7 +84,7 @@ class LeaderLoop:
             self.leader = True
             log.info("crater loops: %s is the leader", self.holder)
             self.ctx.backend.adopt()
-            self.reconciler.rev = 0
+            self.reconciler.cursor = ""  # from the beginning of what the backend keeps: nothing missed meanwhile
             self.reconciler.sync()
             self.reconciler.repair(adopted_by=self.holder, settled_before=self._settled_before())
             self.stops.run(at_once=True)  # the previous leader may have died before sending a stop

@@ -13,10 +13,9 @@ from crater_app.services.context import ServiceContext
 
 
 def capacity(ctx: ServiceContext) -> list[NodeInventory]:
-    """The backend's nodes with what they have (their allocations left out where the backend offers
-    ``capacity()``, which costs no read of its state; else ``inventory()``)."""
-    fn = getattr(ctx.backend, "capacity", None)
-    return fn() if fn is not None else ctx.backend.inventory()
+    """The backend's nodes with what they have, their allocations left out (``ClusterBackend.capacity``: no read of
+    the backend's state)."""
+    return ctx.backend.capacity()
 
 
 def list_nodes(ctx: ServiceContext, actor: Actor) -> list[NodePublic]:

@@ -1,5 +1,7 @@
-"""Reconciler: moves job rows along with what the backend reports (a watch on ``ClusterBackend.changes``),
-recording every transition as a :class:`JobEvent`. The leader loop that drives it is :mod:`crater_app.services.leader`
+"""Reconciler: moves job rows along with what the backend reports (a watch on ``ClusterBackend.changes``, re-listed
+with ``ClusterBackend.list_workloads`` when the backend says its cursor is no longer valid), recording every
+transition as a :class:`JobEvent`. The backend gives each status in Crater's phases already (``WorkloadStatus.phase``);
+a status without one keeps the backend's word (``raw_state``) verbatim in a ``BackendState`` event. The leader loop that drives it is :mod:`crater_app.services.leader`
 (its names are offered here too).
 """
 
@@ -7,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Sequence
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
@@ -22,10 +25,6 @@ from crater_app.services.job_events import EVENTS, event_row
 from crater_app.services.jobs import workload_of
 
 log = logging.getLogger(__name__)
-_STATE_TO_PHASE = {
-    "Pending": JobPhase.QUEUED, "Running": JobPhase.RUNNING, "Stopping": JobPhase.STOPPING,
-    "Succeeded": JobPhase.SUCCEEDED, "Failed": JobPhase.FAILED, "Cancelled": JobPhase.CANCELLED,
-}
 _ACTIVE = admission.ACTIVE_PHASES
 _JOBS = Job.__table__
 _SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).values(
@@ -51,27 +50,41 @@ def status_reason(status: WorkloadStatus, ids: dict[str, int]) -> tuple[str, str
 
 
 class Reconciler:
-    """Applies backend status changes to job rows. ``rev`` is the last backend revision applied."""
+    """Applies backend status changes to job rows. ``cursor`` is the backend's watch cursor after the last change
+    applied (opaque; ``""``: from the beginning of what the backend keeps)."""
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
-        self.rev = 0
+        self.cursor = ""
         self.moved = False  # set when a sync changed some job's phase (admission looks again: usage may have dropped)
 
     def sync(self, batch: int = 1000) -> int:
-        """Apply every backend change since ``rev``; return how many statuses were read."""
-        seen = 0
+        """Apply every backend change since ``cursor``; when the backend answers that the cursor is no longer valid
+        (``Changes.relist``), apply its whole list (``list_workloads``) and go on from the cursor it gave. Returns
+        how many statuses were read."""
+        seen, relisted = 0, False
         while True:
-            changes = self.ctx.backend.changes(self.rev, batch)
-            if not changes:
+            changes = self.ctx.backend.changes(self.cursor, batch)
+            if changes.relist and not relisted:  # once per sync: a backend that answers it again is tried next round
+                relisted = True
+                statuses = self.ctx.backend.list_workloads()
+                log.info("reconcile: the backend's watch restarted; re-listed %d workload(s)", len(statuses))
+                for i in range(0, len(statuses), batch):
+                    self._apply(statuses[i:i + batch])
+                self.cursor = changes.cursor
+                seen += len(statuses)
+                continue
+            if changes.relist:
                 return seen
-            self._apply(changes)
-            self.rev = changes[-1].rev
-            seen += len(changes)
-            if len(changes) < batch:
+            self.cursor = changes.cursor
+            if not changes.statuses:
+                return seen
+            self._apply(changes.statuses)
+            seen += len(changes.statuses)
+            if len(changes.statuses) < batch:
                 return seen
 
-    def _apply(self, changes: list[WorkloadStatus]) -> None:
+    def _apply(self, changes: Sequence[WorkloadStatus]) -> None:
         latest = {c.uid: c for c in changes}
         blockers = {b for c in latest.values() if isinstance(b := (c.args or {}).get("blocker"), str)}
         with self.ctx.session() as s:
@@ -91,7 +104,7 @@ class Reconciler:
                 status = latest.get(uid)
                 if status is None or status.attempt < attempt:
                     continue  # only named as a blocker, or a status of an earlier run: history
-                if _STATE_TO_PHASE.get(status.state) == JobPhase(phase) and phase != JobPhase.STOPPING.value:
+                if status.phase == JobPhase(phase) and phase != JobPhase.STOPPING.value:
                     new_reason, new_code, new_args = status_reason(status, ids)
                     if ((reason, code, args or {}) != (new_reason, new_code, new_args)
                             or list(status.devices) != devices):
@@ -107,11 +120,11 @@ class Reconciler:
                     self._apply_one(s, job, latest[job.uid], ids)
 
     def _apply_one(self, s, job: Job, status: WorkloadStatus, ids: dict[str, int]) -> None:
-        phase = _STATE_TO_PHASE.get(status.state)
+        phase = status.phase
         current = JobPhase(job.phase)
         if phase is None:  # a state Crater does not know: kept verbatim in the event
             s.execute(EVENTS.insert(), event_row(job.id, job.phase, "BackendState", "job.backend_state", {
-                "state": status.state, "reason": status.reason, "message": status.message}))
+                "state": status.raw_state, "reason": status.reason, "message": status.message}))
             return
         reason, code, args = status_reason(status, ids)
         if phase == current:
@@ -235,10 +248,11 @@ class Reconciler:
             rows = s.execute(sa_select(c.id, c.uid, c.phase, c.attempt, c.created_at, c.admitted_at, c.started_at,
                                        c.stop_requested_at).where(c.phase.in_(_ACTIVE))).all()
         suspects, adopted = [], []
+        known = {status.uid: status for status in self.ctx.backend.list_workloads()} if rows else {}
         for row in rows:
-            status = self.ctx.backend.status(row.uid)
+            status = known.get(row.uid)
             if status is not None and status.attempt >= row.attempt:
-                if adopted_by and row.phase == JobPhase.RUNNING.value and status.state == "Running":
+                if adopted_by and row.phase == JobPhase.RUNNING.value and status.phase == JobPhase.RUNNING:
                     adopted.append(event_row(row.id, row.phase, "Adopted", "job.adopted", {"holder": adopted_by}))
                 continue
             young = settled_before is not None and _last_move(row) > settled_before

@@ -35,8 +35,8 @@ RESEND_AFTER_S = 5.0
 RESEND_MAX_S = 300.0
 #: the sweep looks for stops to send again at most this often (seconds)
 SWEEP_EVERY_S = 1.0
-#: backend states in which a job has not acted on a stop yet, and the phase each stands for
-_NOT_STOPPING = {"Pending": JobPhase.QUEUED.value, "Running": JobPhase.RUNNING.value}
+#: backend phases in which a job has not acted on a stop yet
+_NOT_STOPPING = (JobPhase.QUEUED, JobPhase.RUNNING)
 _JOBS = Job.__table__
 
 
@@ -100,7 +100,7 @@ class StopSweep:
         sent, first = 0, []
         for row in rows:
             status = self.ctx.backend.status(row.uid)
-            if status is None or status.attempt < row.attempt or status.state not in _NOT_STOPPING:
+            if status is None or status.attempt < row.attempt or status.phase not in _NOT_STOPPING:
                 continue  # unknown to the backend (repair's), an earlier run's status, or stopping already
             times, last = self._sent.get(row.uid, (0, None))
             if last is not None and not at_once and (now - last).total_seconds() < min(
@@ -111,7 +111,7 @@ class StopSweep:
                 sent += 1
             if times == 0:
                 first.append(event_row(row.id, JobPhase.STOPPING.value, "StopResent", "job.stop_resent",
-                                       {"phase": _NOT_STOPPING[status.state]}, at=now))
+                                       {"phase": status.phase.value}, at=now))
         if first:
             with self.ctx.session() as s:
                 s.execute(EVENTS.insert(), first)

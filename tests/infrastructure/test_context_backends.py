@@ -28,7 +28,7 @@ def test_contexts_on_one_data_folder_share_one_fake_cluster(make_ctx, tmp_path):
     world = populate(first)
     job = jobs.submit_job(second, world.alice, spec("shared", ["sh", "-c", "echo hi"]))
     assert drive_until(LeaderLoop(first), job.id, "Succeeded").exit_code == 0
-    assert first.backend.status(job.uid).state == "Succeeded"
+    assert first.backend.status(job.uid).raw_state == "Succeeded"
 
 
 def test_a_backend_by_name_or_instance(make_ctx, tmp_path):

@@ -8,7 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from crater_app.cluster.base import ClusterBackend
+from crater_app.cluster.base import CAPABILITIES, Changes, ClusterBackend, Placement
+from crater_app.domain.jobs import JobPhase
+from crater_app.domain.quota import Quota, parse_quota
 from crater_app.cluster.local import LocalBackend
 from tests.conftest import A100, gpu_devices, kill_backend_processes
 from tests.fakes import FakeBackend
@@ -27,14 +29,34 @@ def backend(request, tmp_path):
         yield FakeBackend(gpu_devices(4))
 
 
-def until_state(be: ClusterBackend, uid: str, states: set[str], timeout: float = 10.0):
-    return wait_for(lambda: (st := be.status(uid)) is not None and st.state in states and st, timeout,
-                    step=be.tick, what=f"{uid} in {states}")
+P = JobPhase
+
+
+def until_state(be: ClusterBackend, uid: str, phases: set[JobPhase], timeout: float = 10.0):
+    return wait_for(lambda: (st := be.status(uid)) is not None and st.phase in phases and st, timeout,
+                    step=be.tick, what=f"{uid} in {phases}")
+
+
+def watch(be: ClusterBackend, cursor: str = "", limit: int = 1000) -> Changes:
+    changes = be.changes(cursor, limit)
+    assert isinstance(changes, Changes) and isinstance(changes.cursor, str) and not changes.relist
+    return changes
 
 
 def test_it_is_a_cluster_backend(backend):
     assert isinstance(backend, ClusterBackend)
     assert isinstance(backend.name, str) and backend.name
+    assert backend.capabilities <= CAPABILITIES
+
+
+def test_capacity_is_the_inventory_without_allocations(backend):
+    [node] = backend.capacity()
+    assert node.devices == backend.inventory()[0].devices and node.allocations == {}
+
+
+def test_a_backend_without_queues_accepts_ensure_queue(backend):
+    backend.ensure_queue("default", parse_quota({"capability": {"nvidia.com/gpu": "2"}}), {"alice": Quota()})
+    assert backend.manifests("nope") == []
 
 
 def test_inventory_reports_the_devices_and_no_allocation(backend):
@@ -49,8 +71,10 @@ def test_create_is_idempotent_and_starts_pending(backend):
     first = backend.status(w.uid)
     backend.create(w)
     assert backend.status(w.uid) == first
-    assert first.state == "Pending" and first.exit_code is None and first.started_at is None
-    assert [c.uid for c in backend.changes(0)] == [w.uid]
+    assert first.phase == P.QUEUED and first.exit_code is None and first.started_at is None and first.placements == ()
+    assert [(r.task, r.replica, r.phase) for r in first.replicas] == [("main", 0, "Pending")]
+    assert [c.uid for c in watch(backend).statuses] == [w.uid]
+    assert [st.uid for st in backend.list_workloads()] == [w.uid]
 
 
 def test_create_many_queues_all_and_is_idempotent(backend):
@@ -58,13 +82,14 @@ def test_create_many_queues_all_and_is_idempotent(backend):
     backend.create(ws[0])
     backend.create_many(ws)
     backend.create_many(ws)
-    assert [backend.status(w.uid).state for w in ws] == ["Pending"] * 3
-    assert sorted(c.uid for c in backend.changes(0)) == sorted(w.uid for w in ws)
+    assert [backend.status(w.uid).phase for w in ws] == [P.QUEUED] * 3
+    assert sorted(c.uid for c in watch(backend).statuses) == sorted(w.uid for w in ws)
+    assert sorted(st.uid for st in backend.list_workloads()) == sorted(w.uid for w in ws)
 
 
 def test_unknown_uids(backend):
     assert backend.status("nope") is None
-    assert backend.read_logs("nope") == ""
+    assert backend.read_logs("nope") == "" and backend.read_logs("nope", task="main", replica=3) == ""
     with pytest.raises(KeyError):
         backend.cancel("nope", "test")
 
@@ -72,28 +97,33 @@ def test_unknown_uids(backend):
 def test_runs_to_success_with_logs(backend):
     w = workload("echo hello-from-job; exit 0", gpus=2)
     backend.create(w)
-    st = until_state(backend, w.uid, {"Succeeded"})
-    assert st.exit_code == 0 and st.devices == (0, 1)
+    st = until_state(backend, w.uid, {P.SUCCEEDED})
+    assert st.exit_code == 0 and st.devices == (0, 1) and st.raw_state
+    [node] = backend.inventory()
+    assert st.placements == (Placement("main", 0, node.name, (0, 1)),)
+    assert [(r.task, r.replica, r.phase, r.exit_code) for r in st.replicas] == [("main", 0, "Succeeded", 0)]
     assert st.started_at is not None and st.finished_at is not None and st.finished_at >= st.started_at
     assert "hello-from-job" in backend.read_logs(w.uid)
+    assert backend.read_logs(w.uid, task="main", replica=0) == backend.read_logs(w.uid)
+    assert backend.read_logs(w.uid, task="other") == "" and backend.read_logs(w.uid, replica=1) == ""
 
 
 def test_nonzero_exit_fails_with_the_code(backend):
     w = workload("exit 3")
     backend.create(w)
-    st = until_state(backend, w.uid, {"Failed"})
+    st = until_state(backend, w.uid, {P.FAILED})
     assert st.exit_code == 3 and st.exit_signal is None, "exited by itself: no signal"
 
 
 def test_running_workloads_hold_their_devices(backend):
     w = workload("sleep 30", gpus=3)
     backend.create(w)
-    st = until_state(backend, w.uid, {"Running"})
+    st = until_state(backend, w.uid, {P.RUNNING})
     assert st.devices == (0, 1, 2)
     [node] = backend.inventory()
     assert node.allocations == {0: w.uid, 1: w.uid, 2: w.uid}
     backend.cancel(w.uid, "done")
-    until_state(backend, w.uid, {"Cancelled"})
+    until_state(backend, w.uid, {P.CANCELLED})
     assert backend.inventory()[0].allocations == {}
 
 
@@ -101,10 +131,10 @@ def test_gang_placement_waits_with_the_shortfall(backend):
     a, b = workload("sleep 30", gpus=2), workload("sleep 30", gpus=3, at=1)
     backend.create(a)
     backend.create(b)
-    until_state(backend, a.uid, {"Running"})
+    until_state(backend, a.uid, {P.RUNNING})
     backend.tick()
     st = backend.status(b.uid)
-    assert st.state == "Pending" and st.devices == ()
+    assert st.phase == P.QUEUED and st.devices == ()
     assert st.message == "waiting for 3 × nvidia.com/gpu; 2 × nvidia.com/gpu free; no estimate of its start"
     assert (st.code, st.args) == ("placement.waiting_unbounded", {
         "request": {"nvidia.com/gpu": 3}, "free": {"nvidia.com/gpu": 2}, "expected_at": None})
@@ -113,37 +143,39 @@ def test_gang_placement_waits_with_the_shortfall(backend):
 def test_backfill_a_bounded_job_uses_an_idle_device_ahead_of_a_blocked_one(backend):
     running = workload("sleep 30", gpus=3, max_runtime=600)
     backend.create(running)
-    until_state(backend, running.uid, {"Running"})
+    until_state(backend, running.uid, {P.RUNNING})
     head = workload("sleep 30", gpus=4, at=1)
     short = workload("sleep 30", gpus=1, at=2, max_runtime=60)
     unbounded = workload("sleep 30", gpus=1, at=3)
     for w in (head, short, unbounded):
         backend.create(w)
-    until_state(backend, short.uid, {"Running"})
+    until_state(backend, short.uid, {P.RUNNING})
     backend.tick()
     st = backend.status(head.uid)
-    assert st.state == "Pending" and st.code == "placement.waiting" and st.args["expected_at"]
+    assert st.phase == P.QUEUED and st.code == "placement.waiting" and st.args["expected_at"]
     assert 9 * 60 <= st.args["wait"] <= 10 * 60, "the running job's bound: within 10 minutes"
     st = backend.status(unbounded.uid)
-    assert (st.state, st.code) == ("Pending", "placement.queued")
+    assert (st.phase, st.raw_state and st.code) == (P.QUEUED, "placement.queued")
     assert st.args["blocker"] == head.uid and st.args["position"] == 2
 
 
 def test_a_finished_uid_runs_again_for_its_next_attempt(backend):
     w = workload("echo run; sleep 30")
     backend.create(w)
-    until_state(backend, w.uid, {"Running"})
+    until_state(backend, w.uid, {P.RUNNING})
     backend.create(replace(w, attempt=2))  # not final yet: nothing happens
     assert backend.status(w.uid).attempt == 1
     backend.cancel(w.uid, "preempted")
-    first = until_state(backend, w.uid, {"Cancelled"})
+    first = until_state(backend, w.uid, {P.CANCELLED})
     assert first.attempt == 1
-    again = replace(w, attempt=2, command=("sh", "-c", "echo again"))
+    cursor = watch(backend).cursor
+    again = replace(w, tasks=(replace(w.tasks[0], command=("sh", "-c", "echo again")),), attempt=2)
     backend.create(again)
     st = backend.status(w.uid)
-    assert (st.state, st.attempt, st.exit_code, st.started_at, st.finished_at) == ("Pending", 2, None, None, None)
-    assert st.rev > first.rev
-    done = until_state(backend, w.uid, {"Succeeded"})
+    assert (st.phase, st.attempt, st.exit_code, st.started_at, st.finished_at) == (P.QUEUED, 2, None, None, None)
+    assert st.placements == () and [r.phase for r in st.replicas] == ["Pending"]
+    assert watch(backend, cursor).statuses == (st,), "the new run is a change"
+    done = until_state(backend, w.uid, {P.SUCCEEDED})
     assert done.attempt == 2 and done.exit_code == 0
     backend.create(again)  # the same attempt again: idempotent
     backend.create(w)  # an earlier one: ignored
@@ -155,37 +187,37 @@ def test_a_finished_uid_runs_again_for_its_next_attempt(backend):
 def test_priority_first(backend):
     blocker = workload("sleep 30", gpus=4)
     backend.create(blocker)
-    until_state(backend, blocker.uid, {"Running"})
+    until_state(backend, blocker.uid, {P.RUNNING})
     low, high = workload("sleep 30", gpus=4, priority=0, at=1), workload("sleep 30", gpus=4, priority=5, at=2)
     backend.create(low)
     backend.create(high)
     backend.tick()
     backend.cancel(blocker.uid, "make room")
-    until_state(backend, high.uid, {"Running"})
-    assert backend.status(low.uid).state == "Pending"
+    until_state(backend, high.uid, {P.RUNNING})
+    assert backend.status(low.uid).phase == P.QUEUED
 
 
 def test_cancel_pending_is_immediate(backend):
     blocker, w = workload("sleep 30", gpus=4), workload("sleep 30", gpus=1, at=1)
     backend.create(blocker)
     backend.create(w)
-    until_state(backend, blocker.uid, {"Running"})
+    until_state(backend, blocker.uid, {P.RUNNING})
     backend.cancel(w.uid, "not needed")
     st = backend.status(w.uid)
-    assert st.state == "Cancelled" and st.started_at is None and st.finished_at is not None
+    assert st.phase == P.CANCELLED and st.started_at is None and st.finished_at is not None
 
 
 def test_cancel_running_is_stopping_until_the_process_exits(backend):
     w = workload(["sleep", "30"], gpus=2)
     backend.create(w)
-    until_state(backend, w.uid, {"Running"})
+    until_state(backend, w.uid, {P.RUNNING})
     backend.cancel(w.uid, "by test")
     stopping = backend.status(w.uid)
-    assert stopping.state == "Stopping" and stopping.finished_at is None and stopping.devices == (0, 1)
+    assert stopping.phase == P.STOPPING and stopping.finished_at is None and stopping.devices == (0, 1)
     assert backend.inventory()[0].allocations == {0: w.uid, 1: w.uid}, "a stopping workload holds its devices"
     backend.cancel(w.uid, "twice is harmless")
-    assert backend.status(w.uid).state in ("Stopping", "Cancelled")
-    st = until_state(backend, w.uid, {"Cancelled"}, timeout=5)
+    assert backend.status(w.uid).phase in (P.STOPPING, P.CANCELLED)
+    st = until_state(backend, w.uid, {P.CANCELLED}, timeout=5)
     assert st.finished_at is not None and "by test" in st.message
     assert (st.exit_code, st.exit_signal) == (143, 15), "sleep died of SIGTERM: 128 + 15, signal 15"
     assert backend.inventory()[0].allocations == {}
@@ -200,16 +232,16 @@ def test_a_cancel_with_a_code_ends_with_that_code(backend, running):
     backend.create(w if running else blocker)
     if not running:
         backend.create(w)
-    until_state(backend, w.uid if running else blocker.uid, {"Running"})
+    until_state(backend, w.uid if running else blocker.uid, {P.RUNNING})
     backend.cancel(w.uid, "cancelled by alice", code="job.cancelled_by", args={"user": "alice"})
-    st = until_state(backend, w.uid, {"Cancelled"}, timeout=5)
+    st = until_state(backend, w.uid, {P.CANCELLED}, timeout=5)
     assert (st.code, st.args, st.message) == ("job.cancelled_by", {"user": "alice"}, "cancelled by alice")
 
 
 def test_max_runtime(backend):
     w = workload(["sleep", "30"], max_runtime=1)
     backend.create(w)
-    st = until_state(backend, w.uid, {"Failed"}, timeout=6)
+    st = until_state(backend, w.uid, {P.FAILED}, timeout=6)
     assert st.reason == "DeadlineExceeded" and "max_runtime" in st.message
     assert (st.exit_code, st.exit_signal) == (143, 15)
 
@@ -218,32 +250,63 @@ def test_changes_is_a_watch_with_increasing_revisions(backend):
     ws = [workload(f"exit {i}", at=i) for i in range(3)]
     for w in ws:
         backend.create(w)
-    changes = backend.changes(0)
-    revs = [c.rev for c in changes]
-    assert revs == sorted(revs) and len(set(revs)) == len(revs) == 3
-    assert backend.changes(revs[0]) == changes[1:]
-    assert backend.changes(0, limit=2) == changes[:2]
-    assert backend.changes(revs[-1]) == []
-    until_state(backend, ws[2].uid, {"Failed"})
-    later = backend.changes(revs[-1])
-    assert later and all(c.rev > revs[-1] for c in later)
-    assert [c.rev for c in later] == sorted(c.rev for c in later)
+    everything = watch(backend)
+    assert [c.uid for c in everything.statuses] == [w.uid for w in ws], "oldest change first"
+    first = watch(backend, limit=1)
+    assert first.statuses == everything.statuses[:1]
+    rest = watch(backend, first.cursor)
+    assert rest.statuses == everything.statuses[1:] and rest.cursor == everything.cursor
+    assert watch(backend, everything.cursor).statuses == (), "nothing new"
+    until_state(backend, ws[2].uid, {P.FAILED})
+    later = [c for page in iter_pages(backend, everything.cursor) for c in page]
     assert {c.uid for c in later} == {w.uid for w in ws}
+    assert [c.phase for c in later if c.uid == ws[2].uid][-1] == P.FAILED, "the latest change of each comes last"
+
+
+def iter_pages(be: ClusterBackend, cursor: str):
+    while True:
+        page = watch(be, cursor, limit=2)
+        if not page.statuses:
+            return
+        yield page.statuses
+        cursor = page.cursor
+
+
+@pytest.mark.parametrize("cursor", ["garbled", "0:0", "x:1:2", "12"])
+def test_a_cursor_the_backend_did_not_give_asks_for_a_relist(backend, cursor):
+    w = workload("exit 0")
+    backend.create(w)
+    changes = backend.changes(cursor)
+    assert changes.relist and changes.statuses == ()
+    assert [st.uid for st in backend.list_workloads()] == [w.uid]
+    assert watch(backend, changes.cursor).statuses == (), "the cursor given with the re-list goes on from now"
+    backend.create(other := workload("exit 0"))
+    assert [c.uid for c in watch(backend, changes.cursor).statuses] == [other.uid]
+
+
+def test_a_cursor_of_another_backend_asks_for_a_relist(backend, tmp_path):
+    w = workload("exit 0")
+    backend.create(w)
+    cursor = watch(backend).cursor
+    other = (LocalBackend(tmp_path / "other", devices=gpu_devices(1)) if isinstance(backend, LocalBackend)
+             else FakeBackend(gpu_devices(1)))
+    other.create(workload("exit 0"))
+    assert other.changes(cursor).relist
 
 
 def test_adopt_is_safe_to_call(backend):
     w = workload("exit 0")
     backend.create(w)
     backend.adopt()
-    until_state(backend, w.uid, {"Succeeded"})
+    until_state(backend, w.uid, {P.SUCCEEDED})
     backend.adopt()
-    assert backend.status(w.uid).state == "Succeeded"
+    assert backend.status(w.uid).phase == P.SUCCEEDED
 
 
 def test_extending_the_holder_moves_the_expected_start_of_the_job_it_blocks(backend):
     running = workload("sleep 30", gpus=4, max_runtime=600)
     backend.create(running)
-    until_state(backend, running.uid, {"Running"})
+    until_state(backend, running.uid, {P.RUNNING})
     head = workload("sleep 30", gpus=1, at=1)
     backend.create(head)
     backend.tick()
@@ -251,24 +314,24 @@ def test_extending_the_holder_moves_the_expected_start_of_the_job_it_blocks(back
     backend.extend(running.uid, 3600)  # the next round re-estimates, though nothing else changed
     backend.tick()
     st = backend.status(head.uid)
-    assert st.state == "Pending" and 59 * 60 <= st.args["wait"] <= 60 * 60
+    assert st.phase == P.QUEUED and 59 * 60 <= st.args["wait"] <= 60 * 60
 
 
 def test_extend_moves_the_deadline(backend):
     w = workload("sleep 30", max_runtime=1)
     backend.create(w)
     backend.extend(w.uid, 60)  # while pending: the deadline it will start with
-    until_state(backend, w.uid, {"Running"})
+    until_state(backend, w.uid, {P.RUNNING})
     backend.extend(w.uid, 120)  # while running: later still
     deadline = time.monotonic() + 2.0  # past the original 1 s max_runtime
     while time.monotonic() < deadline:
         backend.tick()
         time.sleep(0.05)
-    assert backend.status(w.uid).state == "Running"
+    assert backend.status(w.uid).phase == P.RUNNING
     backend.extend(w.uid, 1)  # and earlier: it is past the new deadline, so it is stopped for it
-    st = until_state(backend, w.uid, {"Failed"}, timeout=6)
+    st = until_state(backend, w.uid, {P.FAILED}, timeout=6)
     assert st.reason == "DeadlineExceeded" and "max_runtime of 1" in st.message
     backend.extend(w.uid, 600)  # a finished workload keeps its end
-    assert backend.status(w.uid).state == "Failed"
+    assert backend.status(w.uid).phase == P.FAILED
     with pytest.raises(KeyError):
         backend.extend("nope", 60)

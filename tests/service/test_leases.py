@@ -105,5 +105,5 @@ def test_follower_does_not_run_placement(make_ctx, tmp_path):
     for _ in range(5):
         follower.step()
     assert not follower.leader
-    assert follower_ctx.backend.status(job.uid).state == "Pending", "only the leader places workloads"
+    assert follower_ctx.backend.status(job.uid).raw_state == "Pending", "only the leader places workloads"
     drive_until(leader, job.id, "Succeeded")

@@ -21,7 +21,7 @@ from crater_app.cluster.local import runner as local_runner
 from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.environment import runner_environment
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import backend_pid, process_gone, wait_for, within, workload
+from tests.helpers import backend_pid, process_gone, wait_for, within, workload, with_task
 
 
 @pytest.fixture
@@ -55,11 +55,11 @@ def test_log_tail_is_utf8_safe(local):
 
 def _run(be: LocalBackend, w) -> None:
     be.create(w)
-    wait_for(lambda: (st := be.status(w.uid)) and st.state in ("Succeeded", "Failed", "Cancelled"), 10, step=be.tick)
+    wait_for(lambda: (st := be.status(w.uid)) and st.raw_state in ("Succeeded", "Failed", "Cancelled"), 10, step=be.tick)
 
 
 def test_working_dir_is_inside_the_job_directory(local):
-    w = replace(workload(["sh", "-c", "pwd; echo data > f.txt"]), working_dir="sub/dir")
+    w = with_task(workload(["sh", "-c", "pwd; echo data > f.txt"]), working_dir="sub/dir")
     _run(local, w)
     work = local.job_dir(w.uid) / "work" / "sub" / "dir"
     assert local.read_logs(w.uid).strip() == str(work)
@@ -73,7 +73,7 @@ def test_a_death_by_signal_is_reported_with_the_signal_name(local, sig, name):
     w = workload(["sh", "-c", f"kill -{int(sig)} $$"])
     _run(local, w)
     st = local.status(w.uid)
-    assert (st.state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "Signaled", 128 + sig, sig)
+    assert (st.raw_state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "Signaled", 128 + sig, sig)
     assert st.code == "local.killed_by_signal" and st.args["signal"] == name
     assert st.message == f"killed by {name} (exit code {128 + sig})"
 
@@ -82,7 +82,7 @@ def test_a_program_that_exits_with_137_itself_was_not_signalled(local):
     w = workload(["sh", "-c", "exit 137"])
     _run(local, w)
     st = local.status(w.uid)
-    assert (st.state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "Error", 137, None)
+    assert (st.raw_state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "Error", 137, None)
     assert st.code == "local.exited" and st.message == "exited with code 137"
 
 
@@ -93,19 +93,19 @@ def test_a_workload_that_cannot_start_fails_alone_and_the_others_start_exactly_o
     counter = tmp_path / "starts"
     count = ["sh", "-c", f"echo x >> {counter}"]
     first, later = workload(count, at=0), workload(count, at=3)
-    bad_dir = replace(workload(["true"], at=1), working_dir="d" * 300)
+    bad_dir = with_task(workload(["true"], at=1), working_dir="d" * 300)
     bad_arg = workload(["echo", "\ud800"], at=2)
     for w in (first, bad_dir, bad_arg, later):
         local.create(w)
     for _ in range(5):
         local.tick()
-    wait_for(lambda: all(local.status(w.uid).state in ("Succeeded", "Failed") for w in (first, bad_dir, bad_arg, later)),
+    wait_for(lambda: all(local.status(w.uid).raw_state in ("Succeeded", "Failed") for w in (first, bad_dir, bad_arg, later)),
              10, step=local.tick, what="all four finished")
     for bad in (bad_dir, bad_arg):
         st = local.status(bad.uid)
-        assert st.state == "Failed" and st.reason == "StartError", st
+        assert st.raw_state == "Failed" and st.reason == "StartError", st
         assert "could not be started" in st.message and st.code == "local.start_error"
-    assert local.status(first.uid).state == local.status(later.uid).state == "Succeeded"
+    assert local.status(first.uid).raw_state == local.status(later.uid).raw_state == "Succeeded"
     assert counter.read_text() == "x\nx\n"
 
 
@@ -123,7 +123,7 @@ def test_a_detached_process_ends_with_its_job(local, tmp_path):
     local.create(w)
     daemon = _pid_from(local, tmp_path / "d.pid")
     try:
-        wait_for(lambda: local.status(w.uid).state == "Succeeded", 10, step=local.tick)
+        wait_for(lambda: local.status(w.uid).raw_state == "Succeeded", 10, step=local.tick)
         assert wait_for(lambda: process_gone(daemon), 5, what="the detached process gone")
     finally:
         if not process_gone(daemon):
@@ -136,9 +136,9 @@ def test_cancel_kills_a_detached_process_that_ignores_sigterm(local, tmp_path):
     local.create(w)
     daemon = _pid_from(local, tmp_path / "d.pid")
     try:
-        wait_for(lambda: local.status(w.uid).state == "Running", 10, step=local.tick)
+        wait_for(lambda: local.status(w.uid).raw_state == "Running", 10, step=local.tick)
         local.cancel(w.uid, "test")
-        wait_for(lambda: local.status(w.uid).state == "Cancelled", 10, step=local.tick)  # grace 0.3 s, then SIGKILL
+        wait_for(lambda: local.status(w.uid).raw_state == "Cancelled", 10, step=local.tick)  # grace 0.3 s, then SIGKILL
         assert wait_for(lambda: process_gone(daemon), 5, what="the detached process gone")
     finally:
         if not process_gone(daemon):
@@ -199,7 +199,7 @@ def test_without_isolation_the_job_says_it_runs_as_craters_user(tmp_path):
     try:
         w = workload(["sleep", "30"], gpus=1)
         be.create(w)
-        st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
+        st = wait_for(lambda: (s := be.status(w.uid)) and s.raw_state == "Running" and s, 10, step=be.tick)
         assert st.code == "local.started_shared_devices" and st.args["trust"] == "off"
         assert st.args["uid"] == os.geteuid() and "not isolated" in st.message
         assert be.inventory()[0].isolation == "off"
@@ -218,9 +218,9 @@ STEERING = {"LD_PRELOAD": "/nonexistent/hook.so", "LD_LIBRARY_PATH": "/nonexiste
 def test_the_runner_gets_none_of_the_jobs_environment(local):
     """The runner (root where jobs are isolated) runs in isolated mode with a fixed environment; the job's ``env``
     reaches only the job's program."""
-    w = replace(workload(["sleep", "30"]), env=STEERING)
+    w = with_task(workload(["sleep", "30"]), env=STEERING)
     local.create(w)
-    wait_for(lambda: local.status(w.uid).state == "Running", 10, step=local.tick)
+    wait_for(lambda: local.status(w.uid).raw_state == "Running", 10, step=local.tick)
     runner = psutil.Process(backend_pid(local, w.uid))
     assert runner.cmdline()[1:5] == ["-I", "-S", "-X", "utf8"]
     assert runner.environ() == runner_environment()

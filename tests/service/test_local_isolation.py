@@ -20,7 +20,7 @@ from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.accounts import DEFAULT_UID_RANGE, tools_available
 from crater_app.domain.naming import safe_slug
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import wait_for, workload
+from tests.helpers import wait_for, workload, with_task
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not tools_available(),
                                 reason="isolation needs root and useradd/groupadd")
@@ -55,18 +55,18 @@ def isolated():
 
 def _run(be: LocalBackend, w):
     be.create(w)
-    return wait_for(lambda: (st := be.status(w.uid)) and st.state in ("Succeeded", "Failed", "Cancelled") and st,
+    return wait_for(lambda: (st := be.status(w.uid)) and st.raw_state in ("Succeeded", "Failed", "Cancelled") and st,
                     15, step=be.tick, what=f"{w.uid} finished")
 
 
 def _as(user: str, command: str, **env):
-    return replace(workload(["sh", "-c", command]), user=user, env=env)
+    return with_task(replace(workload(["sh", "-c", command]), user=user), env=env)
 
 
 def _ids(be: LocalBackend, user: str) -> tuple[int, int, str]:
     w = _as(user, "id -u; id -g; id -G")
     st = _run(be, w)
-    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert st.raw_state == "Succeeded", be.read_logs(w.uid)
     uid, gid, groups = be.read_logs(w.uid).split("\n")[:3]
     return int(uid), int(gid), groups
 
@@ -99,7 +99,7 @@ def test_a_job_cannot_reach_craters_data_another_users_log_or_craters_environmen
     be = build()
 
     alice = _as("alice", "echo alice-private-output; echo draft > notes.txt")
-    assert _run(be, alice).state == "Succeeded"
+    assert _run(be, alice).raw_state == "Succeeded"
     alice_log, alice_work = be.job_dir(alice.uid) / "output.log", be.job_dir(alice.uid) / "work"
     assert "alice-private-output" in alice_log.read_text() and (alice_work / "notes.txt").exists()
 
@@ -116,7 +116,7 @@ def test_a_job_cannot_reach_craters_data_another_users_log_or_craters_environmen
     out = be.read_logs(bob.uid)
     assert "LEAK" not in out, out
     assert out.splitlines()[-2:] == ["0", "mine"], "no Crater setting in the job's environment; its own folder works"
-    assert st.state == "Succeeded"
+    assert st.raw_state == "Succeeded"
     with sqlite3.connect(data / "crater.db") as check:
         assert check.execute("SELECT role FROM users").fetchall() == [("user",)]
 
@@ -145,9 +145,9 @@ def test_an_account_keeps_its_uid_across_restarts_and_is_made_again_if_removed(i
 def test_the_working_dir_belongs_to_the_jobs_account(isolated):
     build, _ = isolated
     be = build()
-    w = replace(_as("alice", "pwd; id -u; touch made-here"), working_dir="sub/dir")
+    w = with_task(_as("alice", "pwd; id -u; touch made-here"), working_dir="sub/dir")
     st = _run(be, w)
-    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert st.raw_state == "Succeeded", be.read_logs(w.uid)
     cwd, uid = be.read_logs(w.uid).splitlines()
     work = be.job_dir(w.uid) / "work"
     assert cwd == str(work / "sub" / "dir")
@@ -160,13 +160,13 @@ def test_the_started_status_names_the_account(isolated):
     be = build()
     w = _as("alice", "sleep 30")
     be.create(w)
-    st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
+    st = wait_for(lambda: (s := be.status(w.uid)) and s.raw_state == "Running" and s, 10, step=be.tick)
     assert st.code == "local.started_isolated" and st.args["trust"] == "os-account"
     account = pwd.getpwnam(st.args["account"])
     assert account.pw_uid == st.args["uid"] and f"as OS user {account.pw_name} (uid {account.pw_uid})" in st.message
     assert be.inventory()[0].isolation == "os-account"
     be.cancel(w.uid, "done")
-    assert wait_for(lambda: be.status(w.uid).state == "Cancelled", 10, step=be.tick)
+    assert wait_for(lambda: be.status(w.uid).raw_state == "Cancelled", 10, step=be.tick)
 
 
 def _free_uid() -> int:
@@ -185,7 +185,7 @@ def test_a_full_uid_range_fails_the_job_and_says_why(isolated):
     assert _ids(be, "alice")[0] == uid
     w = _as("bob", "echo never")
     st = _run(be, w)
-    assert (st.state, st.reason, st.code, st.args) == ("Failed", "StartError", "local.uid_range_full",
+    assert (st.raw_state, st.reason, st.code, st.args) == ("Failed", "StartError", "local.uid_range_full",
                                                        {"min": uid, "max": uid})
     assert "CRATER_LOCAL_UID_MAX" in st.message and be.read_logs(w.uid) == ""
 
@@ -211,7 +211,7 @@ def test_a_jobs_pythonpath_never_reaches_the_root_runner(isolated):
     be = build()
     w = _as("alice", "echo \"$PYTHONPATH\"", PYTHONPATH=str(planted))
     st = _run(be, w)
-    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert st.raw_state == "Succeeded", be.read_logs(w.uid)
     assert not proof.exists(), proof.read_text()
     assert be.read_logs(w.uid).strip() == str(planted), "the job itself still gets its PYTHONPATH"
 
@@ -234,7 +234,7 @@ def test_a_jobs_ld_preload_acts_only_in_the_job_as_its_account(isolated):
     be = build()
     w = _as("alice", "id -u", LD_PRELOAD=str(library))
     st = _run(be, w)
-    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert st.raw_state == "Succeeded", be.read_logs(w.uid)
     job_uid = be.read_logs(w.uid).split()[-1]
     loaded_by = record.read_text().split()
     assert "0" not in loaded_by, "the job's LD_PRELOAD ran in a root process"
@@ -251,7 +251,7 @@ def test_credentials_in_craters_environment_never_reach_an_isolated_job(isolated
     build, _ = isolated
     be = build()
     w = _as("alice", "env")
-    assert _run(be, w).state == "Succeeded"
+    assert _run(be, w).raw_state == "Succeeded"
     env = dict(line.split("=", 1) for line in be.read_logs(w.uid).splitlines() if "=" in line)
     assert not [k for k, v in env.items() if "pw" in v], env
     assert env["TZ"] == "Asia/Shanghai" and env["HOME"] == str(be.job_dir(w.uid) / "work")
@@ -271,8 +271,8 @@ def test_an_account_named_by_an_earlier_scheme_keeps_its_name(isolated):
                      ("Élodie", old_name, uid, uid))
     w = _as("Élodie", "id -un; id -u")
     st = _run(be, w)
-    assert st.state == "Succeeded", be.read_logs(w.uid)
+    assert st.raw_state == "Succeeded", be.read_logs(w.uid)
     assert be.read_logs(w.uid).split() == [old_name, str(uid)]
     new = _as("Zoé", "id -un")
-    assert _run(be, new).state == "Succeeded"
+    assert _run(be, new).raw_state == "Succeeded"
     assert be.read_logs(new.uid).split() == [f"{prefix}{safe_slug('Zoé', 32 - len(prefix))}"]

@@ -28,7 +28,7 @@ from crater_app.services import jobs
 from crater_app.services.reconcile import LeaderLoop
 from crater_app.settings import Settings
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import drive_until, events, spec, wait_for, workload
+from tests.helpers import drive_until, events, spec, wait_for, workload, with_task
 
 MiB = 1024**2
 PYTHON = shutil.which("python3") or "/usr/bin/python3"
@@ -60,12 +60,12 @@ def backends(tmp_path):
 
 
 def _with(w, **resources):
-    return replace(w, resources=parse_resources(resources))
+    return with_task(w, resources=parse_resources(resources))
 
 
 def _finish(be: LocalBackend, w, timeout: float = 15.0):
     be.create(w)
-    return wait_for(lambda: (st := be.status(w.uid)) and st.state in ("Succeeded", "Failed", "Cancelled") and st,
+    return wait_for(lambda: (st := be.status(w.uid)) and st.raw_state in ("Succeeded", "Failed", "Cancelled") and st,
                     timeout, step=be.tick, what=f"{w.uid} finished")
 
 
@@ -79,7 +79,7 @@ def test_a_job_over_its_memory_limit_is_oom_killed(backends):
     be = backends(cgroups="on")
     w = _with(workload([PYTHON, "-c", ALLOCATE_256_MIB]), memory="128Mi")
     st = _finish(be, w)
-    assert (st.state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "OOMKilled", 137, 9)
+    assert (st.raw_state, st.reason, st.exit_code, st.exit_signal) == ("Failed", "OOMKilled", 137, 9)
     assert st.code == "local.oom_killed" and st.args["limit"] == 128 * MiB
     assert st.message.startswith("killed: used more than its memory limit of 128 MiB")
     assert "allocated" not in be.read_logs(w.uid)
@@ -90,7 +90,7 @@ def test_a_job_over_its_memory_limit_is_oom_killed(backends):
 def test_a_job_within_its_memory_limit_runs(backends):
     be = backends(cgroups="on")
     st = _finish(be, _with(workload([PYTHON, "-c", ALLOCATE_256_MIB]), memory="512Mi"))
-    assert (st.state, st.exit_code) == ("Succeeded", 0)
+    assert (st.raw_state, st.exit_code) == ("Succeeded", 0)
 
 
 def test_without_cgroups_memory_is_limited_by_rlimit_data(backends):
@@ -98,7 +98,7 @@ def test_without_cgroups_memory_is_limited_by_rlimit_data(backends):
     assert be.enforcement == {"memory": "RLIMIT_DATA"}
     w = _with(workload([PYTHON, "-c", ALLOCATE_256_MIB]), memory="128Mi")
     st = _finish(be, w)
-    assert st.state == "Failed" and st.code == "local.exited_memory_rlimit" and st.args["limit"] == 128 * MiB
+    assert st.raw_state == "Failed" and st.code == "local.exited_memory_rlimit" and st.args["limit"] == 128 * MiB
     assert "MemoryError" in be.read_logs(w.uid)
     assert "RLIMIT_DATA" in st.message
 
@@ -110,7 +110,7 @@ def test_the_limits_are_written_and_stated_when_the_job_starts(backends, tmp_pat
     w = _with(workload(["sh", "-c", f"touch {ready}; while [ ! -e {flag} ]; do sleep 0.05; done"]), cpu="500m",
               memory="64Mi")
     be.create(w)
-    st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Running" and s, 10, step=be.tick)
+    st = wait_for(lambda: (s := be.status(w.uid)) and s.raw_state == "Running" and s, 10, step=be.tick)
     wait_for(ready.exists, 10, what="the job runs")
     group = _cgroup_of(be, w.uid)
     by_controller = {f.parts[-3]: f for f in group.folders} if SUPPORT.version == 1 else {}
@@ -128,7 +128,7 @@ def test_the_limits_are_written_and_stated_when_the_job_starts(backends, tmp_pat
     assert st.args["enforcement"] == f"{mechanism} (cpu, memory, pids)" and mechanism in st.message
     assert be.inventory()[0].enforcement == {"memory": mechanism, "cpu": mechanism, "pids": mechanism}
     flag.touch()
-    assert wait_for(lambda: be.status(w.uid).state == "Succeeded", 10, step=be.tick)
+    assert wait_for(lambda: be.status(w.uid).raw_state == "Succeeded", 10, step=be.tick)
     assert not any(f.exists() for f in group.folders)
 
 
@@ -152,7 +152,7 @@ def test_the_process_limit_stops_a_fork_bomb(backends):
     be = backends(cgroups="on", pids_max=20)
     w = workload([PYTHON, "-c", FORK_UNTIL_REFUSED])
     st = _finish(be, w)
-    assert st.state == "Succeeded"
+    assert st.raw_state == "Succeeded"
     words = be.read_logs(w.uid).split()
     assert words[:2] == ["refused", "after"] and int(words[2]) == 19, "20 processes: the job and 19 children"
     assert not any(f.exists() for f in _cgroup_of(be, w.uid).folders), "its children were killed with it"
@@ -170,20 +170,20 @@ def test_stopping_holds_the_devices_until_the_last_process_exits(backends, tmp_p
     wait_for((tmp_path / "ready").exists, 10, step=be.tick, what="the job ignores SIGTERM")
     be.cancel(deaf.uid, "cancelled by alice")
     st = be.status(deaf.uid)
-    assert (st.state, st.reason, st.code) == ("Stopping", "CancelRequested", "local.stopping_cancel")
+    assert (st.raw_state, st.reason, st.code) == ("Stopping", "CancelRequested", "local.stopping_cancel")
     assert st.message == "stopping: cancelled by alice"
     waiting = workload("exit 0", gpus=1, at=1)
     be.create(waiting)
     started = time.monotonic()
     while time.monotonic() - started < 0.5:  # within the grace: the job ignores SIGTERM and holds both devices
         be.tick()
-        assert be.status(deaf.uid).state == "Stopping"
-        assert be.status(waiting.uid).state == "Pending"
+        assert be.status(deaf.uid).raw_state == "Stopping"
+        assert be.status(waiting.uid).raw_state == "Pending"
         time.sleep(0.05)
     assert be.inventory()[0].allocations == {0: deaf.uid, 1: deaf.uid}
-    final = wait_for(lambda: (s := be.status(deaf.uid)) and s.state == "Cancelled" and s, 10, step=be.tick)
+    final = wait_for(lambda: (s := be.status(deaf.uid)) and s.raw_state == "Cancelled" and s, 10, step=be.tick)
     assert (final.exit_code, final.exit_signal) == (137, 9), "SIGKILL after the grace"
-    assert wait_for(lambda: be.status(waiting.uid).state == "Succeeded", 10, step=be.tick)
+    assert wait_for(lambda: be.status(waiting.uid).raw_state == "Succeeded", 10, step=be.tick)
 
 
 def test_a_stopping_job_is_finished_by_the_next_leader(backends, tmp_path):
@@ -197,9 +197,9 @@ def test_a_stopping_job_is_finished_by_the_next_leader(backends, tmp_path):
     first.close()
     second = backends(cancel_grace_s=0.5)
     second.adopt()
-    assert second.status(deaf.uid).state == "Stopping"
+    assert second.status(deaf.uid).raw_state == "Stopping"
     assert second.inventory()[0].allocations == {0: deaf.uid}
-    final = wait_for(lambda: (s := second.status(deaf.uid)) and s.state == "Cancelled" and s, 10, step=second.tick)
+    final = wait_for(lambda: (s := second.status(deaf.uid)) and s.raw_state == "Cancelled" and s, 10, step=second.tick)
     assert (final.exit_code, final.exit_signal, final.message) == (137, 9, "cancelled by alice")
     assert (final.code, final.args) == ("job.cancelled_by", {"user": "alice"}), "the cancel's code outlives a restart"
     assert second.inventory()[0].allocations == {}
@@ -209,9 +209,9 @@ def test_a_deadline_stop_is_reported_as_stopping_first(backends, tmp_path):
     be = backends(cancel_grace_s=1.0)
     w = _deaf(tmp_path / "ready", max_runtime=1)
     be.create(w)
-    st = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Stopping" and s, 10, step=be.tick)
+    st = wait_for(lambda: (s := be.status(w.uid)) and s.raw_state == "Stopping" and s, 10, step=be.tick)
     assert (st.reason, st.code, st.args) == ("DeadlineExceeded", "local.stopping_deadline", {"max_runtime_s": 1})
-    final = wait_for(lambda: (s := be.status(w.uid)) and s.state == "Failed" and s, 10, step=be.tick)
+    final = wait_for(lambda: (s := be.status(w.uid)) and s.raw_state == "Failed" and s, 10, step=be.tick)
     assert final.reason == "DeadlineExceeded" and final.message == "max_runtime of 1s exceeded"
 
 
@@ -220,11 +220,11 @@ def test_cgroups_left_by_a_crash_are_swept_on_adoption(backends, tmp_path):
     be = backends(cgroups="on")
     w = workload("exit 0")
     st = _finish(be, w)
-    assert st.state == "Succeeded"
+    assert st.raw_state == "Succeeded"
     left = cg.create(be.cgroups, w.uid, 0, 0, 0)[0]  # as if Crater died between the exit and the cleanup
     running = workload(["sleep", "30"], at=1)
     be.create(running)
-    wait_for(lambda: be.status(running.uid).state == "Running", 10, step=be.tick)
+    wait_for(lambda: be.status(running.uid).raw_state == "Running", 10, step=be.tick)
     stranger = cg.create(be.cgroups, f"not-ours-{uuid.uuid4()}", 0, 0, 0)[0]
     stale = cg.create(be.cgroups, f"lost-{uuid.uuid4()}", 0, 0, 0)[0]
     hour_ago = time.time() - STALE_CGROUP_S - 60
@@ -263,7 +263,7 @@ def test_auto_without_cgroups_falls_back(backends, tmp_path):
     be = backends(cgroups="auto", cgroup_root=tmp_path / "no-cgroups")
     assert be.cgroups.version is None and be.cgroups.reason == "not-mounted"
     w = _with(workload("exit 0"), memory="64Mi", cpu="1")
-    assert _finish(be, w).state == "Succeeded"
+    assert _finish(be, w).raw_state == "Succeeded"
     [(limits,)] = be._store.read("SELECT limits FROM workloads WHERE uid = ?", (w.uid,))
     assert Limits.from_json(limits) == Limits({"memory": 64 * MiB}, {"memory": "RLIMIT_DATA"}), "no CPU limit"
 
@@ -282,7 +282,7 @@ def test_the_runner_stays_outside_the_jobs_cgroup(backends, tmp_path):
     assert pids and runner not in pids
     assert all(os.getpgid(pid) == runner for pid in pids), "the job is in the runner's process group"
     flag.touch()
-    assert wait_for(lambda: be.status(w.uid).state == "Succeeded", 10, step=be.tick)
+    assert wait_for(lambda: be.status(w.uid).raw_state == "Succeeded", 10, step=be.tick)
 
 
 def test_the_application_passes_its_settings_to_the_backend(tmp_path):
@@ -326,16 +326,16 @@ def test_a_requeued_run_starts_after_a_restart_that_found_its_earlier_cgroup(bac
     again, and Crater restarted while it was Pending: the next run failed (``FileExistsError``)."""
     be = backends(cgroups="on")
     w = workload("exit 0")
-    assert _finish(be, w).state == "Succeeded"
+    assert _finish(be, w).raw_state == "Succeeded"
     left = cg.create(be.cgroups, w.uid, 0, 0, 0)[0]
     try:
         be.create(replace(w, attempt=2))
         be.close()
         restarted = backends(cgroups="on")
         restarted.adopt()
-        st = wait_for(lambda: (s := restarted.status(w.uid)) and s.state in ("Succeeded", "Failed") and s, 15,
+        st = wait_for(lambda: (s := restarted.status(w.uid)) and s.raw_state in ("Succeeded", "Failed") and s, 15,
                       step=restarted.tick)
-        assert (st.state, st.attempt) == ("Succeeded", 2), st.message
+        assert (st.raw_state, st.attempt) == ("Succeeded", 2), st.message
     finally:
         left.kill()
         left.remove()
@@ -347,14 +347,14 @@ def test_a_requeued_run_takes_its_earlier_cgroup_over_with_fresh_limits(backends
     it, and runs in a cgroup made again with its own limits (and its own OOM count)."""
     be = backends(cgroups="on")
     w = _with(workload(_OWN_MEMORY_LIMIT), memory="64Mi")
-    assert _finish(be, w).state == "Succeeded"
+    assert _finish(be, w).raw_state == "Succeeded"
     assert be.read_logs(w.uid).split() == [str(64 * MiB)]
     left = cg.create(be.cgroups, w.uid, 32 * MiB, 0, 0)[0]
     straggler = subprocess.Popen(["sleep", "60"])
     try:
         _put_in(left, straggler.pid)
         st = _finish(be, replace(w, attempt=2))
-        assert (st.state, st.attempt) == ("Succeeded", 2), st.message
+        assert (st.raw_state, st.attempt) == ("Succeeded", 2), st.message
         assert be.read_logs(w.uid).split() == [str(64 * MiB)] * 2, "its own limit, not the one left in the cgroup"
         assert straggler.wait(timeout=5) == -signal.SIGKILL, "the earlier run's process was killed"
     finally:
@@ -374,7 +374,7 @@ def test_a_requeued_run_waits_while_its_earlier_runs_process_cannot_exit(backend
     monkeypatch.setattr(cg, "REUSE_WAIT_S", 0.3)
     be = backends(cgroups="on")
     w = workload("echo second run")
-    assert _finish(be, w).state == "Succeeded"
+    assert _finish(be, w).raw_state == "Succeeded"
     left = cg.create(be.cgroups, w.uid, 0, 0, 0)[0]
     freezer = FREEZER / f"crater-test-{uuid.uuid4()}"
     freezer.mkdir()
@@ -387,17 +387,18 @@ def test_a_requeued_run_waits_while_its_earlier_runs_process_cannot_exit(backend
         be.create(replace(w, attempt=2))
         be.tick()
         st = be.status(w.uid)
-        assert (st.state, st.code, st.args) == ("Pending", "local.waiting_for_earlier_run", {"processes": 1})
+        assert (st.raw_state, st.code, st.args) == ("Pending", "local.waiting_for_earlier_run", {"processes": 1})
         assert st.message == "waiting for 1 process of its earlier run to exit before it starts again"
         assert i18n.render("zh-CN", "event.local.waiting_for_earlier_run", st.args) == (
             "等待上一次运行遗留的 1 个进程退出后再次启动")
+        cursor = be.changes().cursor
         be.tick()
-        assert be.status(w.uid).rev == st.rev, "no new status while it keeps waiting"
+        assert be.changes(cursor).statuses == (), "no new status while it keeps waiting"
         (freezer / "freezer.state").write_text("THAWED")
         assert stuck.wait(timeout=5) == -signal.SIGKILL
-        final = wait_for(lambda: (s := be.status(w.uid)) and s.state in ("Succeeded", "Failed") and s, 15,
+        final = wait_for(lambda: (s := be.status(w.uid)) and s.raw_state in ("Succeeded", "Failed") and s, 15,
                          step=be.tick)
-        assert (final.state, final.attempt) == ("Succeeded", 2), final.message
+        assert (final.raw_state, final.attempt) == ("Succeeded", 2), final.message
     finally:
         (freezer / "freezer.state").write_text("THAWED")
         stuck.kill()
@@ -428,6 +429,6 @@ def test_backfill_counts_a_stopping_job_as_ending_within_its_grace(backends, tmp
     expected = datetime.fromisoformat(waiting.args["expected_at"]).timestamp()
     assert term_sent + 60 - 5 <= expected <= term_sent + 60 + 5, "SIGTERM + the grace"
     behind = be.status(long.uid)
-    assert (behind.state, behind.code, behind.args["blocker"]) == ("Pending", "placement.queued", head.uid)
-    assert wait_for(lambda: be.status(short.uid).state == "Succeeded", 10, step=be.tick), "it ends in time"
-    assert be.status(long.uid).state == "Pending" and be.status(deaf.uid).state == "Stopping"
+    assert (behind.raw_state, behind.code, behind.args["blocker"]) == ("Pending", "placement.queued", head.uid)
+    assert wait_for(lambda: be.status(short.uid).raw_state == "Succeeded", 10, step=be.tick), "it ends in time"
+    assert be.status(long.uid).raw_state == "Pending" and be.status(deaf.uid).raw_state == "Stopping"

@@ -36,6 +36,20 @@ def test_unknown_backend_state_is_kept_verbatim(fake_world):
     assert row.reason == "evicted from fake-node" and events(ctx, job.id)[-1].reason == "Evicted"
 
 
+def test_a_cursor_the_backend_no_longer_honours_is_followed_by_a_relist(fake_world):
+    """The backend's history restarted (a replaced store, a new fake): the reconciler applies its whole list and goes
+    on from the cursor it gave."""
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("relisted", ["sleep", "60"]))
+    loop.step()
+    fake.tick()  # Running now; the reconciler has not seen it
+    loop.reconciler.cursor = "a-cursor-of-another-backend:7"
+    assert loop.reconciler.sync() >= 1
+    assert job_row(ctx, job.id).phase == "Running"
+    assert not fake.changes(loop.reconciler.cursor).relist and fake.changes(loop.reconciler.cursor).statuses == ()
+
+
 def test_every_transition_is_an_event(fake_world):
     world, fake = fake_world
     ctx, loop = world.ctx, LeaderLoop(world.ctx)
@@ -127,13 +141,14 @@ def test_long_backend_codes_are_kept_on_the_job_and_its_events():
     characters) stays a code, so the job's reason and its event read in the viewer's language."""
     from datetime import datetime, timezone
 
-    from crater_app.cluster.base import WorkloadStatus
+    from crater_app.cluster.base import Placement, WorkloadStatus
+    from crater_app.domain.jobs import JobPhase
     from crater_app.services.reconcile import status_reason
 
     code = "local.started_isolated_with_devices"
-    status = WorkloadStatus(uid="u", state="Running", reason="Started", message="started on node1", exit_code=None,
-                            devices=(0,), started_at=datetime.now(timezone.utc), finished_at=None, rev=1, code=code,
-                            args={"node": "node1", "devices": "0"})
+    status = WorkloadStatus(uid="u", phase=JobPhase.RUNNING, raw_state="Running", reason="Started",
+                            message="started on node1", placements=(Placement("main", 0, "node1", (0,)),),
+                            started_at=datetime.now(timezone.utc), code=code, args={"node": "node1", "devices": "0"})
     assert status_reason(status, {}) == ("started on node1", code, {"node": "node1", "devices": "0"})
     too_long = WorkloadStatus(**{**status.__dict__, "code": "x." + "y" * 63})
     assert status_reason(too_long, {})[1:] == ("", {})  # wider than jobs.reason_code: the text alone

@@ -109,7 +109,7 @@ def test_crash_between_commit_and_create_is_repaired(make_ctx, tmp_path):
 
     ctx = make_ctx(data_dir=data)
     assert Reconciler(ctx).repair() == 1
-    assert ctx.backend.status(job.uid).state == "Pending", "handed to the backend with the same uid"
+    assert ctx.backend.status(job.uid).raw_state == "Pending", "handed to the backend with the same uid"
     assert Reconciler(ctx).repair() == 0, "repair is idempotent"
     row = drive_until(LeaderLoop(ctx), job.id, "Succeeded")
     assert row.uid == job.uid

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from crater_app.cluster.base import WorkloadStatus
+from crater_app.domain.jobs import JobPhase
 from crater_app.services import job_reasons, jobs, leases, nodes, quotas, stops
 from crater_app.services.reconcile import LEASE_NAME, LeaderLoop, Reconciler
 from tests.conftest import gpu_devices, populate
@@ -39,7 +40,7 @@ def test_a_cancelled_job_is_stopping_and_holds_its_devices_and_quota_until_it_ha
     loop.reconciler.sync()
     loop.admit()
     assert job_row(ctx, running.id).phase == "Stopping" and job_row(ctx, waiting.id).phase == "Held"
-    assert fake.status(running.uid).state == "Stopping"
+    assert fake.status(running.uid).raw_state == "Stopping"
     [node] = nodes.list_nodes(ctx, world.alice)
     assert [(d.index, d.job_id) for d in node.devices if d.busy] == [(0, running.id)]
     assert jobs.cancel_job(ctx, world.alice, running.id).stop_requested_at == stopping.stop_requested_at
@@ -104,11 +105,11 @@ def test_a_preemption_whose_stop_fails_is_sent_again_and_the_other_victims_are_s
     loop.step()  # the round preempts both: the first stop fails, the second still goes out
     assert sorted(flaky.calls) == sorted(f.uid for f in fills)
     assert [job_row(ctx, f.id).phase for f in fills] == ["Stopping", "Stopping"]
-    assert (fake.status(fills[0].uid).state, fake.status(fills[1].uid).state) in (
+    assert (fake.status(fills[0].uid).raw_state, fake.status(fills[1].uid).raw_state) in (
         ("Cancelled", "Running"), ("Stopping", "Running"))
     for _ in range(3):  # not again before stops.RESEND_AFTER_S
         loop.step()
-    assert flaky.calls.count(fills[1].uid) == 1 and fake.status(fills[1].uid).state == "Running"
+    assert flaky.calls.count(fills[1].uid) == 1 and fake.status(fills[1].uid).raw_state == "Running"
     clock.advance(stops.RESEND_AFTER_S + 1)
     loop.step()
     assert flaky.calls.count(fills[1].uid) == 2
@@ -158,7 +159,7 @@ def test_a_cancel_that_does_not_reach_the_backend_is_sent_again_with_a_growing_w
         clock.advance(wait)
         loop.step()
         assert len(flaky.calls) == calls, f"after {wait} s more"  # waits: 5 s, then 5 s, then 10 s
-    assert fake.status(job.uid).state in ("Stopping", "Cancelled")
+    assert fake.status(job.uid).raw_state in ("Stopping", "Cancelled")
     assert [e.reason for e in events(ctx, job.id)].count("StopResent") == 1
     row = drive_until(loop, job.id, "Cancelled")
     assert row.reason == "cancelled by alice"
@@ -167,12 +168,12 @@ def test_a_cancel_that_does_not_reach_the_backend_is_sent_again_with_a_growing_w
 def test_a_new_leader_sends_every_stop_the_backend_has_not_acted_on_at_once(clock, make_ctx):
     fake, world, ctx, loop, job, flaky = _running_with_a_flaky_cancel(make_ctx, 1)
     jobs.cancel_job(ctx, world.alice, job.id)  # as if the process died before the stop reached the backend
-    assert fake.status(job.uid).state == "Running"
+    assert fake.status(job.uid).raw_state == "Running"
     leases.release(ctx, LEASE_NAME, loop.holder)  # the old leader hands over
     clock.advance(0.5)  # well before stops.RESEND_AFTER_S
     successor = LeaderLoop(ctx)
     successor.step()  # newly leader: adopt, repair, and the stops not acted on go out without waiting
-    assert flaky.calls == [job.uid, job.uid] and fake.status(job.uid).state in ("Stopping", "Cancelled")
+    assert flaky.calls == [job.uid, job.uid] and fake.status(job.uid).raw_state in ("Stopping", "Cancelled")
     drive_until(successor, job.id, "Cancelled")
 
 
@@ -197,15 +198,15 @@ def test_a_later_attempt_is_charged_from_its_own_start_and_keeps_what_the_first_
     job = SimpleNamespace(attempt=2, started_at=t0, finished_at=t0 + timedelta(minutes=30),
                           charged_until=t0 + timedelta(minutes=20))
     restart = t0 + timedelta(hours=2)
-    Reconciler._started(job, WorkloadStatus(uid="u", state="Running", reason="", message="", exit_code=None,
-                                            devices=(), started_at=restart, finished_at=None, rev=1, attempt=2))
+    Reconciler._started(job, WorkloadStatus(uid="u", phase=JobPhase.RUNNING, raw_state="Running", reason="",
+                                            message="", started_at=restart, attempt=2))
     # 10 minutes of the first run were not charged yet: they come before the restart; the 90-minute wait is free.
     assert job.charged_until == restart - timedelta(minutes=10)
     assert (job.started_at, job.finished_at) == (restart, None)
     settled = SimpleNamespace(attempt=2, started_at=t0, finished_at=t0 + timedelta(minutes=30),
                               charged_until=t0 + timedelta(minutes=30))
-    Reconciler._started(settled, WorkloadStatus(uid="u", state="Running", reason="", message="", exit_code=None,
-                                                devices=(), started_at=restart, finished_at=None, rev=1, attempt=2))
+    Reconciler._started(settled, WorkloadStatus(uid="u", phase=JobPhase.RUNNING, raw_state="Running", reason="",
+                                                message="", started_at=restart, attempt=2))
     assert settled.charged_until == restart
 
 

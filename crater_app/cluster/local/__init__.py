@@ -1,7 +1,7 @@
 """The embedded *local* backend: workloads as process groups on this machine.
 
 Modules: :mod:`~.backend` (:class:`LocalBackend`, the ``ClusterBackend``), :mod:`~.store` (its SQLite state),
-:mod:`~.placement` (the placement round), :mod:`~.launch` (starting one placed workload),
+:mod:`~.placement` (the placement round), :mod:`~.launch` (starting one placed workload), :mod:`~.specs` (a workload as the store keeps it),
 :mod:`~.processes` (starting and stopping runners), :mod:`~.environment` (the job's and the runner's environments),
 :mod:`~.runner` (the stdlib-only wrapper each job runs under), :mod:`~.outcomes` (statuses as codes),
 :mod:`~.cgroups` (per-job limits), :mod:`~.isolation` and :mod:`~.accounts` (who a job runs as),

@@ -17,9 +17,11 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, ContextManager
+from typing import Callable, ContextManager, Mapping
 
-from crater_app.cluster.base import Device, NodeInventory, Workload, WorkloadStatus
+from crater_app.cluster.base import (ENFORCES_DEADLINES, HOST_PROCESSES, Changes, Device, NodeInventory, Workload,
+                                     WorkloadStatus)
+from crater_app.cluster.local import specs
 from crater_app.cluster.local import cgroups as cg
 from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, Accounts, tools_available
 from crater_app.cluster.local.inventory import discover, host_capacity
@@ -29,9 +31,11 @@ from crater_app.cluster.local.outcomes import (STOP_CANCELLED, STOP_DEADLINE, Li
                                                started, stopping)
 from crater_app.cluster.local.placement import Placer
 from crater_app.cluster.local.processes import alive, kill_leftovers, kill_tree, log_tail, read_exit, signal_group
-from crater_app.cluster.local.store import CANCELLED, FINAL, HOLDING, PENDING, RUNNING, STOPPING, Store
+from crater_app.cluster.local.store import (CANCELLED, FINAL, HOLDING, PENDING, RUNNING, STOPPING,
+                                            Store, replica_records)
 from crater_app.domain.batching import GroupCommit
 from crater_app.domain.errors import InvalidInput
+from crater_app.domain.quota import Quota
 
 DEFAULT_PIDS_MAX = 16384
 STALE_CGROUP_S = 3600.0  # an empty cgroup unknown to the store is swept on adoption once it is this old (seconds)
@@ -62,6 +66,7 @@ class LocalBackend:
     """
 
     name = "local"
+    capabilities = frozenset({HOST_PROCESSES, ENFORCES_DEADLINES})
 
     def __init__(
         self, data_dir: Path, local_gpus: str = "", cancel_grace_s: float = 10.0, devices: list[Device] | None = None,
@@ -103,7 +108,7 @@ class LocalBackend:
         self._creates = GroupCommit()
         self._capacity: list[NodeInventory] | None = None
         store = self.data_dir / "local" / "backend.db"
-        self._store = Store(store, store_turn(store) if store_turn is not None else None)
+        self._store = Store(store, store_turn(store) if store_turn is not None else None, node=self.node_name)
         self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock,
                               stop_grace_s=cancel_grace_s)
         self._harden()
@@ -175,16 +180,13 @@ class LocalBackend:
 
     @staticmethod
     def _row(workload: Workload) -> tuple:
-        spec = {
-            "name": workload.name, "project": workload.project, "user": workload.user, "image": workload.image,
-            "command": list(workload.command), "env": workload.env, "working_dir": workload.working_dir,
-        }
         waiting = say("local.waiting_for_placement")
+        resources = workload.resources  # the whole gang's: placed as one request
         return (
-            workload.uid, json.dumps(spec), workload.priority, workload.created_at.timestamp(),
-            workload.resources.cpu_m, workload.resources.memory_bytes,
-            json.dumps(workload.resources.accelerators), workload.accelerator_model, workload.max_runtime_s,
-            PENDING, "Queued", waiting["message"], waiting["code"], waiting["args"], workload.attempt,
+            workload.uid, json.dumps(specs.encode(workload)), workload.priority, workload.created_at.timestamp(),
+            resources.cpu_m, resources.memory_bytes, json.dumps(resources.accelerators), workload.accelerator_model,
+            workload.max_runtime_s, PENDING, "Queued", waiting["message"], waiting["code"], waiting["args"],
+            workload.attempt, json.dumps(specs.initial_replicas(workload)),
         )
 
     def _insert_workloads(self, rows: list[tuple]) -> list[None]:
@@ -195,9 +197,11 @@ class LocalBackend:
             rev = self._store.next_rev(conn)
             conn.executemany(
                 "INSERT INTO workloads (uid, spec, priority, created_at, cpu_m, memory_bytes, accelerators,"
-                " model, max_runtime_s, state, reason, message, code, args, attempt, rev)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(uid) DO UPDATE SET"
+                " model, max_runtime_s, state, reason, message, code, args, attempt, replicas, rev)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(uid) DO UPDATE SET"
                 " spec = excluded.spec, max_runtime_s = excluded.max_runtime_s, state = excluded.state,"
+                " replicas = excluded.replicas, cpu_m = excluded.cpu_m, memory_bytes = excluded.memory_bytes,"
+                " accelerators = excluded.accelerators, model = excluded.model,"
                 " reason = excluded.reason, message = excluded.message, code = excluded.code, args = excluded.args,"
                 " attempt = excluded.attempt, rev = excluded.rev, exit_code = NULL, exit_signal = NULL,"
                 " devices = '[]', pid = NULL, pid_start = NULL, started_at = NULL, finished_at = NULL,"
@@ -251,17 +255,43 @@ class LocalBackend:
             self._store.update(conn, uid, max_runtime_s=max_runtime_s)  # a new revision: placement runs again
         self._placer.forget(uid)
 
-    def changes(self, since_rev: int, limit: int = 1000) -> list[WorkloadStatus]:
-        """Statuses changed after ``since_rev``, in change order (at most ``limit``)."""
-        return self._store.changes(since_rev, limit)
+    def changes(self, cursor: str = "", limit: int = 1000) -> Changes:
+        """Statuses changed after ``cursor``, in change order (at most ``limit``). The cursor is
+        ``"<store id>:<revision>"``; one of another store file (replaced or wiped), ahead of this one, or garbled
+        answers ``relist`` (:meth:`~crater_app.cluster.local.store.Store.changes`)."""
+        return self._store.changes(cursor, limit)
+
+    def list_workloads(self) -> list[WorkloadStatus]:
+        """Every workload's current status (one read of the store)."""
+        return self._store.list_all()
 
     def status(self, uid: str) -> WorkloadStatus | None:
         """Current status of ``uid`` or ``None``."""
         return self._store.status(uid)
 
-    def read_logs(self, uid: str, tail_bytes: int = 65536) -> str:
-        """Last ``tail_bytes`` of the job's ``output.log`` (:func:`~crater_app.cluster.local.processes.log_tail`)."""
-        return log_tail(self.job_dir(uid) / "output.log", tail_bytes)
+    def read_logs(self, uid: str, tail_bytes: int = 65536, *, task: str | None = None, replica: int = 0) -> str:
+        """Last ``tail_bytes`` of one replica's log (:func:`~crater_app.cluster.local.processes.log_tail`):
+        ``<job folder>/output.log`` for a workload of one replica, ``logs/<task>-<replica>.log`` for the replicas of
+        a larger one; ``""`` for an unknown task or replica."""
+        path = self._log_path(uid, task, replica)
+        return "" if path is None else log_tail(path, tail_bytes)
+
+    def _log_path(self, uid: str, task: str | None, replica: int) -> Path | None:
+        found = self._store.read("SELECT replicas FROM workloads WHERE uid = ?", (uid,))
+        records = replica_records(found[0][0] if found else None)
+        first = records[0]["task"]
+        for record in records:
+            if record["task"] == (first if task is None else task) and record["replica"] == replica:
+                return self.job_dir(uid) / record.get("log", "output.log")
+        return None
+
+    def ensure_queue(self, project: str, quota: Quota, shares: Mapping[str, Quota] | None = None) -> None:
+        """Nothing: this backend keeps no queue object (no ``QUEUES`` capability; Crater's admission enforces the
+        project's quota)."""
+
+    def manifests(self, uid: str) -> list[dict]:
+        """``[]``: this backend makes no Kubernetes objects (no ``MANIFESTS`` capability)."""
+        return []
 
     def tick(self) -> None:
         """Reap exits, enforce ``max_runtime`` and cancellation grace, remove finished cgroups, then place queued
@@ -369,16 +399,19 @@ class LocalBackend:
     def _start(self, conn: sqlite3.Connection, uid: str, devices: tuple[int, ...]) -> bool:
         """Start placed workload ``uid`` on ``devices`` (:class:`~crater_app.cluster.local.launch.Launcher`);
         ``False`` when it stays pending for a later round: its earlier run's processes are still exiting."""
-        spec_text, cpu_m, memory_bytes, code = conn.execute(
-            "SELECT spec, cpu_m, memory_bytes, code FROM workloads WHERE uid = ?", (uid,)).fetchone()
+        spec_text, cpu_m, memory_bytes, code, accelerators = conn.execute(
+            "SELECT spec, cpu_m, memory_bytes, code, accelerators FROM workloads WHERE uid = ?", (uid,)).fetchone()
+        spec = json.loads(spec_text)
+        task = specs.tasks_of(spec, cpu_m, memory_bytes, json.loads(accelerators))[0]
+        launch_spec = {"user": spec.get("user", ""), "command": list(task.argv), "env": task.env,
+                       "working_dir": task.working_dir}
         # An earlier run's cgroups (same uid) are made again by this start; a tick must no longer remove them.
         self._left_cgroups.pop(uid, None)
         # Whatever goes wrong here fails this workload only. Raising would roll back the whole placement round -
         # after the workloads placed before this one were already started, so that the next round would start
         # them again (duplicates), and no workload would ever be placed again while this one stays pending.
         try:
-            run = self._launcher.launch(conn, self.job_dir(uid), uid, json.loads(spec_text), cpu_m, memory_bytes,
-                                        devices)
+            run = self._launcher.launch(conn, self.job_dir(uid), uid, launch_spec, cpu_m, memory_bytes, devices)
         except cg.CgroupBusy as exc:
             self._left_cgroups[uid] = exc.cgroup  # each tick tries again to empty it
             if code != "local.waiting_for_earlier_run":
