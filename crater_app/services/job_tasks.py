@@ -142,3 +142,33 @@ def public_fields(values: dict) -> dict:
         "node_selector": dict(options.get("node_selector") or {}),
         "ttl_after_finished": options.get("ttl_after_finished_s"),
     }
+
+
+def spec_fields(job: Job) -> dict:
+    """The spec fields of what ``job`` runs and its options, to submit it again (``resubmit_job``): the single-task
+    form (``image``, ``command``, ``env``, ``resources``, ``working_dir``) for a job of one task ``main`` of one
+    replica (or a row written before tasks), else ``tasks``; ``min_available`` and the options that are set.
+    Per-replica ``resources`` are those stored (the defaults already applied); the rendezvous port a kind added is
+    given explicitly (the same job again)."""
+    tasks = job.tasks or []
+    single = not tasks or (len(tasks) == 1 and tasks[0]["name"] == SINGLE_TASK and tasks[0]["replicas"] == 1
+                           and not tasks[0].get("args") and not tasks[0].get("ports"))
+    if single:
+        out: dict = {"image": job.image, "command": list(job.command), "env": dict(job.env),
+                     "resources": dict(job.resources)}
+        if job.working_dir is not None:
+            out["working_dir"] = job.working_dir
+    else:
+        out = {"tasks": [{key: value for key, value in t.items() if key != "ends_job" and value is not None}
+                         for t in tasks]}
+    if job.min_available is not None:
+        out["min_available"] = job.min_available
+    options = job.options or {}
+    for key, spec_key in (("restart_policy", "restart_policy"), ("max_retry", "max_retry"),
+                          ("volumes", "volumes"), ("shm_size_bytes", "shm_size"), ("node_selector", "node_selector"),
+                          ("ttl_after_finished_s", "ttl_after_finished")):
+        if options.get(key) not in (None, [], {}):
+            out[spec_key] = options[key]
+    if out.get("volumes"):
+        out["volumes"] = [{k: v for k, v in vol.items() if v is not None} for vol in out["volumes"]]
+    return out

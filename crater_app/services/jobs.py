@@ -320,12 +320,10 @@ def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     with ctx.session(read_only=True) as s:
         job = readable(s, actor, job_id)
         raw = {
-            "name": job.name, "project": name_of(s, Project, job.project_id), "image": job.image,
-            "command": list(job.command), "env": dict(job.env), "resources": dict(job.resources),
-            "priority": job.priority,
+            "name": job.name, "project": name_of(s, Project, job.project_id), "priority": job.priority,
+            **job_tasks.spec_fields(job),  # what it runs (one task or several) and its options
         }
-        for key, value in (("working_dir", job.working_dir), ("accelerator_model", job.accelerator_model),
-                           ("max_runtime", job.max_runtime_s)):
+        for key, value in (("accelerator_model", job.accelerator_model), ("max_runtime", job.max_runtime_s)):
             if value is not None:
                 raw[key] = value
         if job.kind != "batch":

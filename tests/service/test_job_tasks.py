@@ -59,3 +59,17 @@ def test_a_row_written_before_tasks_is_one_task_main(world):
     assert (only.name, only.replicas, only.command, only.resources.cpu_m) == ("main", 1, ("true",), 1000)
     assert (w.restart_policy, w.max_retry, w.volumes) == ("fail", 0, ())
 
+
+
+def test_a_resubmitted_multi_task_job_is_the_same_job_again(world):
+    ctx = world.ctx
+    first = jobs.submit_job(ctx, world.alice, ddp(min_available=2))
+    again = jobs.resubmit_job(ctx, world.alice, first.id)
+    assert again.id != first.id and again.resubmitted_from == first.id
+    a, b = job_row(ctx, first.id), job_row(ctx, again.id)
+    assert (b.tasks, b.min_available, b.options, b.kind, b.resources, b.cpu_m, b.memory_bytes) == (
+        a.tasks, 2, a.options, "pytorch", a.resources, a.cpu_m, a.memory_bytes)
+    single = jobs.submit_job(ctx, world.alice, {"name": "one", "command": ["true"], "working_dir": "w"})
+    copy = job_row(ctx, jobs.resubmit_job(ctx, world.alice, single.id).id)
+    assert (copy.command, copy.working_dir, copy.resources, copy.tasks) == (
+        ["true"], "w", job_row(ctx, single.id).resources, job_row(ctx, single.id).tasks)
