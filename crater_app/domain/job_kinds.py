@@ -59,13 +59,13 @@ def _check_kind_shape(kind: str, tasks: tuple[TaskPlan, ...]) -> tuple[TaskPlan,
     if kind not in ROLES:
         return tasks
     leader, other = ROLES[kind]
-    for t in tasks:
-        if t.name not in (leader, other):
-            raise InvalidInput("job.kind_task_unknown", t.field("name") if t.path else "tasks", kind=kind,
-                               name=t.name, tasks=f"{leader}, {other}")
     lead = next((t for t in tasks if t.name == leader), None)
     if lead is None:
         raise InvalidInput("job.kind_task_missing", "tasks", kind=kind, task=leader)
+    for t in tasks:
+        if t.name not in (leader, other):
+            raise InvalidInput("job.kind_task_unknown", t.field("name"), kind=kind, name=t.name,
+                               tasks=f"{leader}, {other}")
     if lead.replicas != 1:
         raise InvalidInput("job.kind_leader_replicas", lead.field("replicas"), kind=kind, task=leader,
                            value=lead.replicas)

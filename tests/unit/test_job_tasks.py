@@ -154,7 +154,7 @@ def test_default_resources_apply_to_each_task_per_replica():
     (job(task("worker", replicas=2), kind="pytorch"), "tasks", ["pytorch job needs a task named master"]),
     (job(task("master", replicas=2), kind="pytorch"), "tasks[0].replicas", ["exactly 1 replica (got 2)"]),
     (job(task("master"), task("ps"), kind="pytorch"), "tasks[1].name", ["only the tasks master, worker"]),
-    ({"name": "a", "command": ["x"], "kind": "pytorch"}, "tasks", ["master"]),
+    ({"name": "a", "command": ["x"], "kind": "pytorch"}, "tasks", ["pytorch job needs a task named master"]),
     (job(task("worker"), kind="mpi"), "tasks", ["mpi job needs a task named launcher"]),
     (job(task("launcher", replicas=3), task("worker"), kind="mpi"), "tasks[0].replicas", ["exactly 1"]),
     (job(task("lab", replicas=2), kind="interactive"), "tasks[0].replicas", ["one session", "2 replicas"]),
