@@ -31,6 +31,9 @@ def appended(previous: str, current: str) -> str:
         if current[:overlap] == previous[at:]:
             return current[overlap:]
         at = previous.find(anchor, at + 1)
+    for overlap in range(min(ANCHOR_CHARS, len(previous), len(current)), 0, -1):  # an overlap shorter than the anchor
+        if previous.endswith(current[:overlap]):
+            return current[overlap:]
     return current
 
 
