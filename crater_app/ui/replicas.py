@@ -25,6 +25,7 @@ def _row(row: rx.Var) -> rx.Component:
         rx.table.cell(or_empty(row["node"])),
         rx.table.cell(or_empty(row["devices"])),
         rx.table.cell(or_empty(row["exit_code"])),
+        rx.table.cell(rx.text(row["restarts"], font_family=MONO, size="2")),
         rx.table.cell(rx.text(row["reason_text"], size="2", title=row["message"],
                               custom_attrs={"data-reason": row["reason"]})),
         custom_attrs={"data-replica": row["key"]},
@@ -33,7 +34,7 @@ def _row(row: rx.Var) -> rx.Component:
 
 
 def replicas_section() -> rx.Component:
-    """The replicas table: task, replica, phase, node, devices, exit code, reason (its message on hover)."""
+    """The replicas table: task, replica, phase, node, devices, exit code, restarts, reason (its message on hover)."""
     return rx.card(
         rx.vstack(
             section_title(t("job.section.replicas"), "boxes"),
@@ -48,6 +49,7 @@ def replicas_section() -> rx.Component:
                             rx.table.column_header_cell(t("job.replicas.node")),
                             rx.table.column_header_cell(t("job.replicas.devices")),
                             rx.table.column_header_cell(t("job.replicas.exit_code")),
+                            rx.table.column_header_cell(t("job.replicas.restarts")),
                             rx.table.column_header_cell(t("job.replicas.reason")),
                         )),
                         rx.table.body(rx.foreach(JobDetailState.replica_rows, _row)),
