@@ -41,6 +41,10 @@ SINGLE_TASK = "main"
 #: tasks of one job: a master, workers, a parameter server, an evaluator ... (Kubeflow's operators have at most four
 #: replica types); 16 leaves room without making a Volcano Job object of hundreds of pod templates
 MAX_TASKS = 16
+#: a task name's length: on Kubernetes a replica's pod (and host) name is ``<job>-<task>-<index>``, a DNS-1123 label
+#: of at most 63 characters; the job's name takes 23 (``crater-`` + 16 hex digits) and the index of the 1,024th
+#: replica 4 more, which leaves 34 (``cluster.kube.object_names.max_task_name_chars``)
+MAX_TASK_NAME_CHARS = 32
 #: replicas of one task, and of all tasks of a job together (a job of thousands of pods is a scheduler's stress test,
 #: not a workload a project submits through a form)
 MAX_REPLICAS_PER_TASK = 1024
@@ -287,12 +291,15 @@ def check_task(task: TaskSpec, path: str) -> TaskPlan:
     decides, :mod:`crater_app.domain.job_kinds`).
 
     Raises:
-        InvalidInput: naming ``path.name`` (``name.*``: a DNS-1123 label), ``path.replicas``
+        InvalidInput: naming ``path.name`` (``name.*``: a DNS-1123 label; ``job.task_name_length``: ``length``,
+            ``max``: :data:`MAX_TASK_NAME_CHARS`), ``path.replicas``
             (``job.task_replicas``: ``value``, ``min``, ``max``), and the errors of :func:`check_image`,
             :func:`check_command`, :func:`check_args`, :func:`check_env`, :func:`check_working_dir`,
             :func:`~crater_app.domain.resources.parse_resources` and :func:`check_ports` under ``path``.
     """
     check_dns1123_label(task.name, f"{path}.name")
+    if len(task.name) > MAX_TASK_NAME_CHARS:
+        raise InvalidInput("job.task_name_length", f"{path}.name", length=len(task.name), max=MAX_TASK_NAME_CHARS)
     if not 1 <= task.replicas <= MAX_REPLICAS_PER_TASK:
         raise InvalidInput("job.task_replicas", f"{path}.replicas", value=task.replicas, min=1,
                            max=MAX_REPLICAS_PER_TASK)

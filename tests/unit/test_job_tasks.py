@@ -119,6 +119,7 @@ def test_default_resources_apply_to_each_task_per_replica():
     # one task's fields, by their full path
     (job(task(), task("b"), task("worker")), "tasks[2].name", ["'worker' is already used by tasks[0]"]),
     (job(task("Worker")), "tasks[0].name", ["DNS-1123"]),
+    (job(task("t" * 33)), "tasks[0].name", ["at most 32 characters", "has 33"]),
     (job(task(replicas=0)), "tasks[0].replicas", ["1 to 1024"]),
     (job(task(replicas=MAX_REPLICAS_PER_TASK + 1)), "tasks[0].replicas", ["1025"]),
     (job(task(replicas="2")), "tasks[0].replicas", ["must be an integer"]),
