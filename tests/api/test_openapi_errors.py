@@ -61,6 +61,9 @@ def test_operations_document_the_statuses_they_give(document, method, path, stat
         assert "text/plain" in responses["200"]["content"]
     if path.endswith("/manifest"):  # YAML, or JSON when asked for
         assert {"application/yaml", "application/json"} <= set(responses["200"]["content"])
+        assert "runs processes" in responses["404"]["description"]
+    if path.endswith("/logs"):
+        assert "`task`" in responses["404"]["description"] and "`replica`" in responses["404"]["description"]
 
 
 def test_statuses_the_api_gives_are_documented(api, document):

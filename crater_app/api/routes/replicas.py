@@ -33,7 +33,10 @@ async def list_replicas(id: ObjectId, c: CtxDep, a: CurrentActor) -> Response:
 
 
 @router.get("/jobs/{id}/logs", response_class=PlainTextResponse,
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+                       404: {"description": "the job does not exist or the caller may not see it (`field` `id`), or "
+                                            "it has no such task (`task`, `args.tasks` its tasks) or replica "
+                                            "(`replica`, `args.count` the task's replicas)"}})
 async def job_logs(
     id: ObjectId, c: CtxDep, a: CurrentActor,
     tail_bytes: Annotated[int, Query(ge=1, le=MAX_LOG_TAIL_BYTES, description="bytes of the log's end")] = 65536,
@@ -69,7 +72,11 @@ async def _stream(follower: job_replicas.LogFollow) -> AsyncIterator[str]:
 
 
 @router.get("/jobs/{id}/manifest", response_model=ManifestList,
-            responses={200: {"content": {YAML: {"schema": {"type": "string"}}}}})
+            responses={200: {"content": {YAML: {"schema": {"type": "string"}}}},
+                       404: {"description": "the job does not exist or the caller may not see it, or the backend "
+                                            "keeps no manifest of it (`replicas.manifest_processes`: the local "
+                                            "backend runs processes; `replicas.manifest_none`: not created yet, or "
+                                            "deleted after it finished)"}})
 async def job_manifest(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor) -> Response:
     """The Kubernetes objects the backend made for the job: a YAML stream (``---`` between objects), or with
     ``Accept: application/json`` a ``v1`` ``List`` of them. 404 where the backend keeps none: the local backend runs
