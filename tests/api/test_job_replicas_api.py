@@ -179,10 +179,10 @@ def test_follow_streams_a_running_local_job_until_it_ends(api, server):
 @pytest.mark.local_backend
 def test_a_local_gang_has_a_log_and_a_status_per_replica(api):
     small = {GPU: 1, "cpu": "100m", "memory": "64Mi"}
-    tasks = [{"name": "master", "replicas": 1, "command": ["sh", "-c", "echo master $RANK; sleep 2"], "resources": small},
-             {"name": "worker", "replicas": 2, "command": ["sh", "-c", "echo worker $RANK; sleep 2"],
+    tasks = [{"name": "master", "replicas": 1, "command": ["sh", "-c", "echo master-out; sleep 2"], "resources": small},
+             {"name": "worker", "replicas": 2, "command": ["sh", "-c", "echo worker-out $VC_TASK_INDEX; sleep 2"],
               "resources": small}]
-    r = api.client.post("/api/v1/jobs", json={"name": "gang", "kind": "pytorch", "tasks": tasks},
+    r = api.client.post("/api/v1/jobs", json={"name": "gang", "tasks": tasks},
                         headers=api.auth("alice"))
     assert r.status_code == 201, r.text
     job = r.json()
@@ -192,9 +192,11 @@ def test_a_local_gang_has_a_log_and_a_status_per_replica(api):
     assert [(r["task"], r["replica"], r["phase"]) for r in rows] == [
         ("master", 0, "Running"), ("worker", 0, "Running"), ("worker", 1, "Running")], rows
     assert all(r["node"] == rows[0]["node"] != "" for r in rows), rows
+    assert sorted(d for r in rows for d in r["devices"]) == [0, 1, 2], "each replica its own device"
     drive_until(loop, job["id"], "Succeeded")
-    assert get(api, job, "logs", task="master").text == "master 0\n"
-    assert get(api, job, "logs", task="worker", replica=1).text == "worker 2\n"
-    assert get(api, job, "logs").text == "master 0\n"
+    assert get(api, job, "logs", task="master").text == "master-out\n"
+    assert get(api, job, "logs", task="worker", replica=0).text == "worker-out 0\n"
+    assert get(api, job, "logs", task="worker", replica=1).text == "worker-out 1\n"
+    assert get(api, job, "logs").text == "master-out\n"
     assert_error(get(api, job, "logs", task="worker", replica=2), 404, "not_found", "replica",
                  code="replicas.replica_unknown")
