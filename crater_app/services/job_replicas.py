@@ -52,14 +52,14 @@ def _layout(job: Job, status: WorkloadStatus | None) -> list[tuple[str, int]]:
     return tasks or [(SINGLE_TASK, 1)]
 
 
-def replicas_of(job: Job, status: WorkloadStatus | None) -> list[ReplicaPublic]:
+def replicas_of(status: WorkloadStatus | None) -> list[ReplicaPublic]:
     """The replicas of ``status`` (``[]`` when ``None`` or it has none), each with the devices of its placement."""
     if status is None:
         return []
-    devices = {(p.task, p.replica): p for p in status.placements}
+    placements = {(p.task, p.replica): p for p in status.placements}
     out = []
     for r in status.replicas:
-        placed = devices.get((r.task, r.replica))
+        placed = placements.get((r.task, r.replica))
         out.append(ReplicaPublic(
             task=r.task, replica=r.replica, phase=r.phase, node=r.node or (placed.node if placed else ""),
             devices=list(placed.devices) if placed else [], exit_code=r.exit_code, reason=r.reason,
@@ -76,7 +76,7 @@ def job_replicas(ctx: ServiceContext, actor: Actor, job_id: int) -> list[Replica
     """
     with ctx.session(read_only=True) as s:
         job = readable(s, actor, job_id)
-    return replicas_of(job, _current(ctx, job))
+    return replicas_of(_current(ctx, job))
 
 
 def check_replica(job: Job, status: WorkloadStatus | None, task: str | None, replica: int) -> str:
