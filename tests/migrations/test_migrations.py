@@ -195,3 +195,18 @@ def test_0007_gives_existing_jobs_no_tasks_all_replicas_and_no_options(empty_db_
         engine.dispose()
     assert tasks in ([], "[]") and min_available is None and options in ({}, "{}")
     assert usage == 1
+
+
+def test_pods_starting_together_migrate_one_after_the_other(empty_db_url):
+    """Several Crater processes running ``upgrade`` at once on an empty database (the Helm chart's replicas
+    starting together) all end at head without an error: on PostgreSQL they take turns (an advisory lock); SQLite's
+    write lock does the same for one file."""
+    import subprocess
+    import sys
+
+    code = "import sys; from crater_app.db.migrate import upgrade; upgrade(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, empty_db_url], stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    failures = [err for p in procs if (err := p.communicate(timeout=300)[1]) and p.returncode != 0]
+    assert failures == [] and [p.returncode for p in procs] == [0, 0, 0]
+    assert _tables(empty_db_url) == TABLES | {"alembic_version"}
