@@ -279,14 +279,14 @@ class FakeBackend:
     def _gang_moves(self, uid: str, rec: _Record) -> None:
         """Some replicas of running ``rec`` have ended: the gang rule, as the local backend applies it."""
         w = rec.workload
-        if w.replica_count == 1:  # one replica: as a single-command job
+        verdict = decide([(t.name, t.replicas, t.ends_job) for t in w.tasks], rec.ended,
+                         restart_policy=w.restart_policy, max_retry=w.max_retry, restarts=rec.restarts,
+                         min_available=w.min_available)
+        if w.replica_count == 1 and verdict.action != RESTART:  # one replica: as a single-command job
             code = rec.ended[rec.replicas()[0]]
             self._set(uid, state="Succeeded" if code == 0 else "Failed", reason="Completed" if code == 0 else "Error",
                       message=f"exited with code {code}", exit_code=code, finished_at=self._now())
             return
-        verdict = decide([(t.name, t.replicas, t.ends_job) for t in w.tasks], rec.ended,
-                         restart_policy=w.restart_policy, max_retry=w.max_retry, restarts=rec.restarts,
-                         min_available=w.min_available)
         if verdict.action == WAIT:
             self._set(uid)  # the replicas' statuses changed
             return

@@ -437,3 +437,11 @@ def test_restart_starts_the_whole_gang_again_up_to_max_retry(backend):
     assert (st.code, st.exit_code) == ("replicas.failed", 4)
     assert {r.restarts for r in st.replicas} == {1}
     assert backend.read_logs(w.uid, task="worker", replica=0).count("run") == 2, "ran twice: its log goes on"
+
+
+def test_restart_applies_to_a_workload_of_one_replica_too(backend):
+    w = replace(workload("echo try; exit 5"), restart_policy="restart", max_retry=2)
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.FAILED})
+    assert st.exit_code == 5 and [r.restarts for r in st.replicas] == [2]
+    assert backend.read_logs(w.uid).count("try") == 3

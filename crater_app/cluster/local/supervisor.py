@@ -24,8 +24,8 @@ from crater_app.cluster.local import gang_outcomes as go
 from crater_app.cluster.local import specs
 from crater_app.cluster.local.gangs import GangBusy, gang_cgroups, start_gang
 from crater_app.cluster.local.launch import Launcher, StartFailed
-from crater_app.cluster.local.outcomes import (STOP_CANCELLED, STOP_DEADLINE, Limits, Outcome, cancelled, finished,
-                                               say, started, stopping)
+from crater_app.cluster.local.outcomes import (SIGNAL_BASE, STOP_CANCELLED, STOP_DEADLINE, Limits, Outcome, cancelled,
+                                               finished, say, started, stopping)
 from crater_app.cluster.local.processes import (ExitStatus, alive, kill_leftovers, kill_tree, read_exit,
                                                 signal_group)
 from crater_app.cluster.local.replicas import live_records, uid_of_cgroup
@@ -170,9 +170,14 @@ class Supervisor:
                 outcome = finished(exit_status, stop_sent=term_sent is not None, runner_signal=runner_signal,
                                    oom_kills=cgroup.oom_kills() if cgroup is not None else 0, limits=limits,
                                    adopted=adopted)
-                r.update(phase=outcome.state, exit_code=outcome.exit_code, exit_signal=outcome.exit_signal,
-                         reason=outcome.reason)
-            if len(records) == 1:  # one replica: it ends exactly as a single-command job always has
+                code, sig, reason = outcome.exit_code, outcome.exit_signal, outcome.reason
+                if exit_status is None and term_sent is not None:  # its runner died of the stop (SIGKILL after the
+                    sig = runner_signal or signal.SIGKILL          # grace) before it could record a status
+                    code, reason = SIGNAL_BASE + sig, "Signaled"
+                r.update(phase=outcome.state, exit_code=code, exit_signal=sig, reason=reason)
+            if len(records) == 1 and self._restarts_alone(conn, uid, stop_reason, records):
+                restarted = True
+            elif len(records) == 1:  # one replica: it ends exactly as a single-command job always has
                 if (records[0]["task"], records[0]["replica"]) not in seen:
                     return
                 exit_status, limits, cgroup, runner_signal, adopted = seen[(records[0]["task"], records[0]["replica"])]
@@ -196,6 +201,21 @@ class Supervisor:
             self.children.pop(uid, None)
         if stop_after:
             signal_all(stop_after, signal.SIGTERM)
+
+    def _restarts_alone(self, conn: sqlite3.Connection, uid: str, stop_reason: str | None,
+                        records: list[dict]) -> bool:
+        """A workload of one replica that failed by itself under ``restart_policy`` ``restart`` with retries left
+        starts again (``True``); anything else ends as a single-command job."""
+        record = records[0]
+        if stop_reason is not None or not record.get("phase") or record.get("exit_code") == 0:
+            return False
+        spec, tasks, _, _ = self._spec(conn, uid)
+        restarts, max_retry = record.get("restarts", 0), int(spec.get("max_retry") or 0)
+        verdict = decide([(t.name, t.replicas, t.ends_job) for t in tasks],
+                         {(record["task"], record["replica"]): record.get("exit_code")},
+                         restart_policy=spec.get("restart_policy") or "fail", max_retry=max_retry, restarts=restarts)
+        return verdict.action == RESTART and self._restart(conn, uid, spec, tasks, verdict, restarts + 1, max_retry,
+                                                           records)
 
     def _finish(self, conn: sqlite3.Connection, uid: str, outcome: Outcome, records: list[dict]) -> None:
         self.store.update(conn, uid, state=outcome.state, reason=outcome.reason, exit_code=outcome.exit_code,
