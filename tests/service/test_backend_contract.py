@@ -376,6 +376,8 @@ def _said(backend, uid, task, replica):
 
 
 def test_a_gang_starts_whole_with_its_devices_logs_and_rendezvous_per_replica(backend):
+    if isinstance(backend, KubernetesBackend):
+        pytest.skip("rendezvous on 127.0.0.1 is the local backend's: on a cluster Volcano's svc plugin names the pods")
     w = gang(("master", 1, f"{SAY}; sleep 30", 1), ("worker", 2, f"{SAY}; sleep 30", 1), kind="pytorch")
     backend.create(w)
     st = until_state(backend, w.uid, {P.RUNNING})
@@ -400,6 +402,7 @@ def test_a_gang_starts_whole_with_its_devices_logs_and_rendezvous_per_replica(ba
 
 
 def test_a_gang_that_does_not_fit_starts_no_replica(backend):
+    crater_places(backend)
     blocker = workload("sleep 30", gpus=2)
     backend.create(blocker)
     until_state(backend, blocker.uid, {P.RUNNING})

@@ -80,7 +80,7 @@ CASES = [
     ("Failed, a pod's end not seen yet", job("Failed"), [pod()], None, False,
      (JobPhase.STOPPING, "Failed", "kube.stopping", None)),
     ("Failed: exit code", job("Failed"), [pod(phase="Failed", terminated={"exitCode": 3, "reason": "Error"})], None,
-     False, (JobPhase.FAILED, "Error", "kube.exited", 3)),
+     False, (JobPhase.FAILED, "Error", "replicas.failed", 3)),
     ("Failed: OOMKilled", job("Failed"), [pod(phase="Failed", terminated={"exitCode": 137, "reason": "OOMKilled"})],
      None, False, (JobPhase.FAILED, "OOMKilled", "kube.oom_killed", 137)),
     ("Failed: killed by a signal", job("Failed"), [pod(phase="Failed", terminated={"exitCode": 137,

@@ -71,7 +71,7 @@ class KubernetesBackend:
                  clock: Callable[[], float] = time.time) -> None:
         self.options = dataclasses.replace(options, pod_deadlines=False)
         self.calls = Calls(api_client)
-        self.cache = ClusterCache()
+        self.cache = ClusterCache(self.options.accelerators)
         self.log = ChangeLog()
         self.records: dict[str, Record] = {}
         self.queues = QueueSync(self.calls, self._cached_queue)
@@ -119,7 +119,8 @@ class KubernetesBackend:
         """Every node with its accelerators and allocations (from the caches)."""
         with self._lock:
             nodes, pods = list(self.cache.nodes.values()), list(self.cache.all_pods.values())
-        return inv.inventory(nodes, pods, self.options)
+            assigned = dict(self.cache.devices)
+        return inv.inventory(nodes, pods, self.options, assigned=assigned)
 
     def capacity(self) -> list[NodeInventory]:
         """Every node without its allocations (from the caches)."""

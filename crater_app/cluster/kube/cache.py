@@ -34,9 +34,13 @@ def uid_label(obj: dict) -> str:
 
 
 class ClusterCache:
-    """The backend's view of the cluster (see the module)."""
+    """The backend's view of the cluster (see the module). ``accelerators``: the extended resources counted as
+    devices, in the order a node's devices are numbered (:func:`.inventory.node_devices`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, accelerators: tuple[str, ...] = ()) -> None:
+        self.accelerators = tuple(accelerators)
+        #: pod -> the device indices it was given on its node (kept until the pod is deleted; see :meth:`_assign`)
+        self.devices: dict[tuple[str, str], tuple[int, ...]] = {}
         self.jobs: dict[str, dict] = {}  # uid -> Volcano Job
         self.last_jobs: dict[str, dict] = {}  # uid -> its last Job object, also after it was deleted
         self.pods: dict[str, dict[tuple[str, str], dict]] = {}  # uid -> (ns, name) -> pod
@@ -75,8 +79,12 @@ class ClusterCache:
                 self._deleting.setdefault(key, now)
             if gone or not (obj.get("spec") or {}).get("nodeName"):
                 self.all_pods.pop(key, None)
+                if gone:
+                    self.devices.pop(key, None)
             else:
                 self.all_pods[key] = obj
+                if key not in self.devices and podinfo.holds_node(obj):
+                    self.devices[key] = self._assign(obj)
             uid = self._pod_uid(obj)
             if not uid:
                 if gone:
@@ -113,6 +121,32 @@ class ClusterCache:
             if uid:
                 self.events.setdefault(uid, deque(maxlen=EVENTS_KEPT)).append(obj)
         return set()
+
+    def _assign(self, pod: dict) -> tuple[int, ...]:
+        """Device indices for a pod just bound: those Volcano's ``volcano.sh/gpu-index`` names, else, per
+        accelerator resource, the lowest of that resource's indices on the node no other pod holding the node has
+        (the API does not say which device a pod got; kept for the pod's life, so indices never move)."""
+        if (podinfo.meta(pod).get("annotations") or {}).get(podinfo.ANNOTATION_GPU_INDEX):
+            return podinfo.devices_of(pod, self.accelerators)
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = self.nodes.get(node_name) or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        used = {i for k, idx in self.devices.items()
+                if (p := self.all_pods.get(k)) is not None and (p.get("spec") or {}).get("nodeName") == node_name
+                and podinfo.holds_node(p) for i in idx}
+        out: list[int] = []
+        offset = 0
+        for resource in self.accelerators:
+            try:
+                count = int(str(allocatable.get(resource, 0)))
+            except ValueError:
+                count = 0
+            want = podinfo.device_count(pod, (resource,))
+            if want:
+                span = range(offset, offset + count) if count else range(offset, offset + want + len(used))
+                out += [i for i in span if i not in used][:want]
+            offset += count
+        return tuple(out)
 
     def _grace_end(self, key: tuple[str, str], pod: dict) -> datetime | None:
         """When a deleted pod's grace period ended: its ``deletionTimestamp`` (the API server sets it to the

@@ -184,9 +184,11 @@ def replica_status(pod: dict, facts: PodFacts | None = None) -> ReplicaStatus:
                          reason=facts.reason, message=facts.message, restarts=facts.restarts)
 
 
-def placement_of(pod: dict, accelerators: Iterable[str]) -> Placement | None:
-    """Where a bound pod runs (task, index, node, :func:`devices_of`), or ``None`` before it is bound."""
+def placement_of(pod: dict, accelerators: Iterable[str], devices: tuple[int, ...] | None = None) -> Placement | None:
+    """Where a bound pod runs (task, index, node, ``devices`` - the backend's record of them - else
+    :func:`devices_of`), or ``None`` before it is bound."""
     node = (pod.get("spec") or {}).get("nodeName")
     if not node:
         return None
-    return Placement(task=task_of(pod), replica=index_of(pod), node=node, devices=devices_of(pod, accelerators))
+    return Placement(task=task_of(pod), replica=index_of(pod), node=node,
+                     devices=devices if devices is not None else devices_of(pod, accelerators))

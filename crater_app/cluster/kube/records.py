@@ -151,10 +151,10 @@ class Record:
         if job is not None and attempt_of(job) == self.attempt:
             self.seen = True
             return workload_status(self.uid, job, pods, accelerators=accelerators, stop=self.stop,
-                                   gone=cache.gone_of(self.uid))
+                                   gone=cache.gone_of(self.uid), devices=cache.devices)
         if self.seen:
             return workload_status(self.uid, cache.last_jobs.get(self.uid), pods, accelerators=accelerators,
-                                   stop=self.stop, deleted=True, gone=cache.gone_of(self.uid))
+                                   stop=self.stop, deleted=True, gone=cache.gone_of(self.uid), devices=cache.devices)
         if self.stop is not None:  # stopped before its Job was seen: nothing holds a node
             return dataclasses.replace(workload_status(self.uid, manifest, [], accelerators=accelerators,
                                                        stop=self.stop), attempt=self.attempt)

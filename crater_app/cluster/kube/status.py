@@ -35,11 +35,12 @@ once (a queued job is ``Cancelled`` at once). Every status has a catalogue code 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 from crater_app import i18n
 from crater_app.cluster.base import ReplicaStatus, WorkloadStatus
@@ -120,6 +121,11 @@ def volcano_phase(job: dict | None) -> str:
     return (((job or {}).get("status") or {}).get("state") or {}).get("phase") or ""
 
 
+def _key(pod: dict) -> tuple[str, str]:
+    m = podinfo.meta(pod)
+    return m.get("namespace") or "", m.get("name") or ""
+
+
 def _replica_name(pod: dict) -> str:
     return f"{podinfo.task_of(pod)}-{podinfo.index_of(pod)}"
 
@@ -161,7 +167,8 @@ def _failure(facts: list[tuple[dict, podinfo.PodFacts]]) -> tuple[str, Said, int
             elif wanted == "Signaled":
                 said = say("kube.killed_by_signal", replica=replica, signal=f.exit_signal, exit_code=code)
             else:
-                said = say("kube.exited", replica=replica, exit_code=code)
+                said = say("replicas.failed", task=podinfo.task_of(pod), replica=podinfo.index_of(pod),
+                           exit_code=code)
             return wanted, said, code, f.exit_signal
     return None
 
@@ -186,18 +193,52 @@ def _last_exit(pods: list[dict], gone: list[Gone]) -> tuple[int | None, int | No
     return None, None
 
 
-def pending_replicas(job: dict | None, facts: list[tuple[dict, podinfo.PodFacts]]) -> tuple[ReplicaStatus, ...]:
-    """Every replica the Job's tasks have (``spec.tasks[].replicas``), from its pod (and the pod's facts) where there
-    is one, else ``Pending`` (the job controller has not made the pod yet), in task order."""
+def pending_replicas(job: dict | None, facts: list[tuple[dict, podinfo.PodFacts]], gone: list[Gone] = ()
+                     ) -> tuple[ReplicaStatus, ...]:
+    """Every replica the Job's tasks have (``spec.tasks[].replicas``), in task order: from its pod (and the pod's
+    facts) where there is one; else from its deleted pod (a pod Volcano stopped - a ``CompleteJob`` or ``AbortJob``
+    deletes the pods still running - is ``Failed``, with the exit status :func:`_last_exit` infers); else
+    ``Pending`` (the job controller has not made the pod yet). ``restarts`` counts the pod's container restarts and
+    the Job's restarts by Volcano (``status.retryCount``: a ``RestartJob`` makes every pod anew)."""
+    retries = int((((job or {}).get("status") or {}).get("retryCount")) or 0)
     by_replica = {(podinfo.task_of(p), podinfo.index_of(p)): (p, f) for p, f in facts}
+    stopped = {(podinfo.task_of(g[0]), podinfo.index_of(g[0])): g for g in gone}
     out = []
+
+    def counted(r: ReplicaStatus) -> ReplicaStatus:
+        return dataclasses.replace(r, restarts=r.restarts + retries) if retries else r
+
     for task in ((job or {}).get("spec") or {}).get("tasks") or []:
         name = task.get("name", "")
         for i in range(int(task.get("replicas") or 0)):
             found = by_replica.pop((name, i), None)
-            out.append(podinfo.replica_status(*found) if found is not None else ReplicaStatus(name, i, "Pending"))
-    out += [podinfo.replica_status(p, f) for p, f in by_replica.values()]  # pods of tasks the spec does not name
+            if found is not None:
+                out.append(counted(podinfo.replica_status(*found)))
+            elif (name, i) in stopped:
+                last = podinfo.replica_status(stopped[(name, i)][0])
+                if last.phase not in podinfo.FINISHED_POD_PHASES:
+                    code, _ = _last_exit([], [stopped[(name, i)]])
+                    last = dataclasses.replace(last, phase="Failed", exit_code=code)
+                out.append(counted(last))
+            else:
+                out.append(ReplicaStatus(name, i, "Pending"))
+    out += [counted(podinfo.replica_status(p, f)) for p, f in by_replica.values()]  # tasks the spec does not name
     return tuple(out)
+
+
+def _completed(job: dict | None, pods: list[dict]) -> Said:
+    """The message of a Completed Job: the task whose end ended it (a task-level ``TaskCompleted -> CompleteJob``
+    policy), else how many of its replicas exited with code 0."""
+    tasks = ((job or {}).get("spec") or {}).get("tasks") or []
+    for task in tasks:
+        if any(p.get("event") == "TaskCompleted" and p.get("action") == "CompleteJob"
+               for p in task.get("policies") or []):
+            return say("replicas.task_completed", task=task.get("name", ""))
+    total = sum(int(t.get("replicas") or 0) for t in tasks)
+    if total <= 1:
+        return say("kube.completed")
+    succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+    return say("replicas.completed", replicas=total, succeeded=succeeded)
 
 
 def _cancelled(stop: Stop) -> Said:
@@ -219,7 +260,8 @@ def _stopping(stop: Stop) -> tuple[str, Said]:
 
 def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, accelerators: Iterable[str],
                     stop: Stop | None = None, deleted: bool = False, gone: Iterable[Gone] = (),
-                    now: datetime | None = None) -> WorkloadStatus:
+                    now: datetime | None = None,
+                    devices: Mapping[tuple[str, str], tuple[int, ...]] | None = None) -> WorkloadStatus:
     """The status of workload ``uid`` from its Volcano ``job`` (its last known object when ``deleted``) and its
     ``pods``, mapped as the module says; ``replicas`` has every replica of the Job's tasks (``Pending`` before its
     pod exists).
@@ -230,6 +272,8 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
         deleted: the Job is gone from the API (its pods may remain for a while).
         gone: the pods of this run already deleted (:data:`Gone`; a stopped job's exit status: :func:`_last_exit`).
         now: the time a final status with no time of its own ends at (default: now, UTC).
+        devices: pod ``(namespace, name)`` -> the device indices the backend gave it on its node (placements;
+            :func:`.pods.devices_of` for a pod it does not name).
     """
     accelerators = tuple(accelerators)
     gone = list(gone)
@@ -238,7 +282,9 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     raw = volcano_phase(job)
     state = ((job or {}).get("status") or {}).get("state") or {}
     attempt = attempt_of(job)
-    placements = tuple(p for p in (podinfo.placement_of(pod, accelerators) for pod in pods) if p is not None)
+    devices = devices or {}
+    placements = tuple(p for p in (podinfo.placement_of(pod, accelerators, devices.get(_key(pod))) for pod in pods)
+                       if p is not None)
     pairs = [(p, podinfo.pod_facts(p)) for p in pods]
     starts = [f.started_at for _, f in pairs if f.started_at]
     ends = [f.finished_at for _, f in pairs if f.finished_at]
@@ -256,7 +302,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
             uid=uid, phase=phase, raw_state=raw, reason=reason, message=said.message, code=said.code,
             args=said.args, exit_code=exit_code, exit_signal=exit_signal, started_at=started,
             finished_at=(finished or started or now or datetime.now(timezone.utc)) if final else None,
-            attempt=attempt, placements=placements, replicas=pending_replicas(job, pairs))
+            attempt=attempt, placements=placements, replicas=pending_replicas(job, pairs, gone))
 
     def ended_by_stop(s: Stop) -> WorkloadStatus:
         code, sig = _last_exit(pods, gone)
@@ -275,7 +321,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
             return make(JobPhase.STOPPING, reason, said)
         return make(JobPhase.STOPPING, raw, say("kube.stopping", state=raw, message=state.get("message") or ""))
     if mapped == JobPhase.SUCCEEDED:
-        return make(JobPhase.SUCCEEDED, "Completed", say("kube.completed"), 0)
+        return make(JobPhase.SUCCEEDED, "Completed", _completed(job, pods), 0)
     if raw == "Failed" or (mapped == JobPhase.FAILED and stop is None):
         failure = _failure(pairs)
         if failure is not None:
@@ -295,7 +341,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     if mapped is None:
         return WorkloadStatus(uid=uid, phase=None, raw_state=raw, reason=state.get("reason") or raw,
                               message=state.get("message") or "", attempt=attempt, placements=placements,
-                              replicas=pending_replicas(job, pairs), started_at=started)
+                              replicas=pending_replicas(job, pairs, gone), started_at=started)
     if mapped == JobPhase.QUEUED:
         queue = ((job or {}).get("spec") or {}).get("queue") or ""
         return make(JobPhase.QUEUED, "Pending", _waiting(pairs) or say("kube.queued", queue=queue))
