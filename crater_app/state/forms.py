@@ -72,7 +72,7 @@ def parse_node_selector(text: str) -> dict[str, str]:
         FormError: ``form.error.node_selector_line`` (``line``: 1-based) naming ``node_selector``.
     """
     selector: dict[str, str] = {}
-    for number, line in enumerate(text.split("\\n"), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -166,7 +166,6 @@ def build_spec(
             raise FormError(exc.key, field, **exc.params) from None
 
     argv_main = argv(command, "command")
-    argv_worker = argv(worker_command, "worker_command") if kind == "mpi" else []
     spec: dict = {"name": name.strip()}
     if project.strip():
         spec["project"] = project.strip()
@@ -191,6 +190,7 @@ def build_spec(
         replica_count = parse_count(replicas, "replicas", 1, 0 if kind in ("pytorch", "mpi") else 1)
     else:
         replica_count = 1
+    argv_worker = argv(worker_command, "worker_command") if kind == "mpi" and replica_count else []
     tasks = tasks_of(kind, replica_count or 0, argv_main, argv_worker, env_map, resources, accelerators)
     if tasks is None:
         spec["command"] = argv_main
