@@ -30,22 +30,22 @@ class FormError(Exception):
         self.params = params
 
 
-def parse_command(text: str, mode: str) -> list[str]:
+def parse_command(text: str, mode: str, field: str = "command") -> list[str]:
     """Split the command box into an argv list.
 
     ``mode`` ``"lines"``: every non-blank line is one argument, kept verbatim (no quoting rules).
     ``mode`` ``"shell"``: the text is split like a POSIX shell would split words (``shlex.split``),
-    but nothing is expanded or executed.
+    but nothing is expanded or executed. Errors name the input ``field``.
     """
     if mode == "shell":
         try:
             argv = shlex.split(text, comments=False, posix=True)
         except ValueError as exc:  # unbalanced quotes, trailing backslash
-            raise FormError("form.error.command_quotes", "command", detail=str(exc)) from None
+            raise FormError("form.error.command_quotes", field, detail=str(exc)) from None
     else:
         argv = [line.rstrip("\r") for line in text.split("\n") if line.strip()]
     if not argv:
-        raise FormError("form.error.command_required", "command")
+        raise FormError("form.error.command_required", field)
     return argv
 
 
@@ -158,12 +158,7 @@ def build_spec(
             ``KEY=VALUE``, or a count (GPUs, replicas, priority, min_available, max_retry) is not a whole number.
     """
     def argv(text: str, field: str) -> list[str]:
-        if draft and not text.strip():
-            return []
-        try:
-            return parse_command(text, command_mode)
-        except FormError as exc:
-            raise FormError(exc.key, field, **exc.params) from None
+        return [] if draft and not text.strip() else parse_command(text, command_mode, field)
 
     argv_main = argv(command, "command")
     spec: dict = {"name": name.strip()}

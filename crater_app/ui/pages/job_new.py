@@ -64,7 +64,7 @@ def _kind_select() -> rx.Component:
         value=S.kind,
         on_change=S.set_kind,
     ), rx.text(rx.match(S.kind, ("pytorch", t("jobform.kind.about.pytorch")), ("mpi", t("jobform.kind.about.mpi")),
-                        ("interactive", t("jobform.kind.about.interactive")), t("jobform.kind.about.batch")),
+                        ("interactive", t("quota.newjob.kind.hint")), t("jobform.kind.about.batch")),
                size="1", color_scheme="gray", id="job-kind-about"),
         error=field_error(S, "kind", "job-kind-error"))
 
@@ -202,7 +202,7 @@ def _accelerators() -> rx.Component:
                 ),
             ),
             field(
-                t("jobform.gpus.per_replica"),
+                rx.cond(S.kind == "interactive", t("newjob.gpus"), t("jobform.gpus.per_replica")),
                 rx.select.root(
                     rx.select.trigger(width="100%", id="gpu-count"),
                     rx.select.content(rx.foreach(S.gpu_options, lambda n: rx.select.item(n, value=n))),
@@ -241,7 +241,8 @@ def _default_hint(plain: str, with_default: str, default: rx.Var, id: str) -> rx
 def _resources() -> rx.Component:
     return rx.card(
         rx.vstack(
-            section_title(t("jobform.section.replicas"), "cpu"),
+            section_title(rx.cond(S.kind == "interactive", t("newjob.section.resources"),
+                                  t("jobform.section.replicas")), "cpu"),
             rx.text(t("jobform.resources.per_replica"), size="2", color_scheme="gray"),
             _replicas(),
             _accelerators(),
