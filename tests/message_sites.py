@@ -70,7 +70,9 @@ FORWARDING = {
         "the backends' status codes: say(...) of the local backend, domain.placement's reasons (RULES)",
     ("crater_app/services/reconcile.py", "_preempted", "f'hold.{code}'"):
         "the returns of services.job_reasons.after_preemption (RULES)",
-    ("crater_app/cluster/local/backend.py", "_start", "exc.code"):
+    ("crater_app/cluster/local/supervisor.py", "start", "exc.code"):
+        "the AccountError(...) and StartFailed(...) constructions",
+    ("crater_app/cluster/local/supervisor.py", "_restart", "exc.code"):
         "the AccountError(...) and StartFailed(...) constructions",
     ("crater_app/cluster/local/outcomes.py", "stopping", "f'event.{code}'"):
         "the codes the services cancel with (ClusterBackend.cancel(code=...): job.cancelled_by in services.jobs)",

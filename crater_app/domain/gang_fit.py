@@ -51,6 +51,13 @@ def _fits(task: TaskPlan, model: str | None, node: NodeCapacity) -> bool:
             and all(_count(node, name, model) >= n for name, n in res.accelerators.items()))
 
 
+def _offered(nodes: Sequence[NodeCapacity], resource: str) -> str:
+    """The models of ``resource`` the nodes have, each with the most devices one node has: ``4 × A100, 2 × H100``
+    (``none`` when no node has the resource)."""
+    models = sorted({m for n in nodes for r, m in n.devices if r == resource})
+    return ", ".join(f"{max(_count(n, resource, m) for n in nodes)} × {m}" for m in models) or "none"
+
+
 def check_replica(task: TaskPlan, model: str | None, nodes: Sequence[NodeCapacity]) -> None:
     """Whether one replica of ``task`` (with every device of ``model``, ``None``: any) fits some schedulable node.
 
@@ -60,7 +67,8 @@ def check_replica(task: TaskPlan, model: str | None, nodes: Sequence[NodeCapacit
             enough of: ``job.replica_never_fits_devices`` (``resource``, ``have`` the most devices of it on one node,
             ``request``; "largest node has 4 × nvidia.com/gpu; one replica cannot get 8"),
             ``job.replica_never_fits_model`` (the same and ``model``; naming ``accelerator_model`` when a node has
-            enough devices of other models), ``job.replica_never_fits_cpu`` /
+            enough devices of other models), ``job.replica_model_not_offered`` (``resource``, ``model``,
+            ``request``, ``offered``: the models there are, as ``4 × <model>, ...``) when no node has the model, ``job.replica_never_fits_cpu`` /
             ``job.replica_never_fits_memory`` (``have``, ``request``: millicores / bytes); naming
             ``<task>.resources``: ``job.replica_no_single_node`` (``request``: the replica's resources) when each
             resource alone fits some node but none has all.
@@ -78,6 +86,9 @@ def check_replica(task: TaskPlan, model: str | None, nodes: Sequence[NodeCapacit
                 # the model is what is lacking when some node has enough devices of other models
                 field = ("accelerator_model" if max(_count(n, name, None) for n in usable) >= count
                          else task.field("resources", name))
+                if have == 0:  # no node has the model at all: say which models there are
+                    raise Unschedulable("job.replica_model_not_offered", field, resource=name, model=model,
+                                        request=count, offered=_offered(usable, name))
                 raise Unschedulable("job.replica_never_fits_model", field, resource=name, model=model, have=have,
                                     request=count)
             raise Unschedulable("job.replica_never_fits_devices", task.field("resources", name), resource=name,

@@ -40,6 +40,8 @@ def plan(*tasks: tuple[str, int, dict], model=None, min_available=None, form="ta
      {"resource": GPU, "have": 8, "request": 16}),
     ([("a", 1, {GPU: 1}), ("w", 2, {GPU: 6})], A100, "accelerator_model",  # n2 has 8 devices, not of that model
      "job.replica_never_fits_model", {"resource": GPU, "model": A100, "have": 4, "request": 6}),
+    ([("w", 1, {GPU: 1})], "NVIDIA-B200", "accelerator_model", "job.replica_model_not_offered",
+     {"resource": GPU, "model": "NVIDIA-B200", "request": 1, "offered": f"4 × {A100}, 8 × {H100}"}),
     ([("w", 1, {GPU: 9})], A100, "tasks[0].resources.nvidia.com/gpu", "job.replica_never_fits_model",
      {"resource": GPU, "model": A100, "have": 4, "request": 9}),
     ([("w", 1, {"cpu": "65"})], None, "tasks[0].resources.cpu", "job.replica_never_fits_cpu",
