@@ -50,7 +50,7 @@ def advanced() -> rx.Component:
     return rx.card(
         rx.vstack(
             rx.button(
-                rx.icon(rx.cond(S.show_advanced, "chevron_down", "chevron_right"), size=16),
+                rx.cond(S.show_advanced, rx.icon("chevron_down", size=16), rx.icon("chevron_right", size=16)),
                 t("jobform.advanced"),
                 type="button", variant="ghost", color_scheme="gray", on_click=S.toggle_advanced, id="show-advanced",
                 aria_expanded=rx.cond(S.show_advanced, "true", "false"),
