@@ -156,12 +156,17 @@ def load_documents(text: str, loader: Callable[[str], Loader] = Loader) -> list[
 
 class Dumper(yaml.SafeDumper):
     """``yaml.SafeDumper`` that quotes a string whenever the core schema (:class:`Loader`) or YAML 1.1 (PyYAML's own
-    resolvers) would read its plain form as another type."""
+    resolvers) would read its plain form as another type, and writes no aliases (the data must hold no cycle)."""
 
     yaml_implicit_resolvers: dict = {
         first: [*yaml.SafeDumper.yaml_implicit_resolvers.get(first, []), *Loader.yaml_implicit_resolvers.get(first, [])]
         for first in set(yaml.SafeDumper.yaml_implicit_resolvers) | set(Loader.yaml_implicit_resolvers)
     }
+
+    def ignore_aliases(self, data: object) -> bool:
+        """Never an anchor and alias (``&id001``/``*id001``): an object given twice is written out twice, as a
+        person writes it."""
+        return True
 
 
 def dump(data: object) -> str:

@@ -99,7 +99,7 @@ def parse_count(text: str, field: str, default: int | None, minimum: int = 0) ->
 
 
 def _task(name: str, replicas: int, command: list[str], env: dict[str, str], resources: dict) -> dict:
-    task: dict = {"name": name, "replicas": replicas, "command": command}
+    task: dict = {"name": name, "replicas": replicas, "command": list(command)}
     if env:
         task["env"] = dict(env)
     task["resources"] = dict(resources)

@@ -114,6 +114,7 @@ def test_yaml_of_the_form_reads_back_as_the_api_reads_it(over):
     spec = build_spec(**{**FORM, **over})
     text = yaml_loader.dump(spec)
     assert body.one_document(body.decode_text(text, "yaml")) == spec
+    assert "&" not in text and "*" not in text  # the master's and the workers' command written out, no aliases
 
 
 def test_yaml_text_errors_are_the_apis():
