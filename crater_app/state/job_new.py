@@ -32,7 +32,8 @@ MAX_INPUT_CHARS = body.MAX_BODY_BYTES
 
 
 class NewJobState(FieldErrors, AppState):
-    """/jobs/new: the submit form. GPU models and counts come from the nodes' real devices."""
+    """/jobs/new: the submit form for every kind (see the module), and its "Edit as YAML" mode. GPU models and the
+    per-replica counts come from the nodes' real devices (at most what the largest node has of the chosen model)."""
 
     FIELDS = NEW_JOB_FIELDS
     accelerators: list[dict[str, str]] = []
