@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -335,6 +336,10 @@ class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     owner: "KubeApiServer"
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 - socketserver's signature
+        if not isinstance(sys.exc_info()[1], (ConnectionError, OSError)):  # a client that went away is no error
+            super().handle_error(request, client_address)
 
 
 class KubeApiServer:
