@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -257,8 +258,9 @@ class _Handler(BaseHTTPRequestHandler):
                 pos = int(requested)
         self._start_stream("application/json")
         try:
-            for obj in initial:
-                self._chunk(json.dumps({"type": "ADDED", "object": obj}).encode() + b"\n")
+            if initial:
+                self.wfile.write(b"".join(b"%x\r\n%s\n\r\n" % (len(line) + 1, line) for line in (
+                    json.dumps({"type": "ADDED", "object": obj}).encode() for obj in initial)))
             next_bookmark = time.monotonic() + owner.bookmark_interval
             while (left := deadline - time.monotonic()) > 0:
                 try:
@@ -282,8 +284,9 @@ class _Handler(BaseHTTPRequestHandler):
                         kind_of = event.type if now else None
                     if kind_of:
                         lines.append(json.dumps({"type": kind_of, "object": event.obj}).encode())
-                if lines:
-                    self._chunk(b"\n".join(lines) + b"\n")
+                if lines:  # one chunk per event, as the API server flushes them (clients split lines per chunk)
+                    self.wfile.write(b"".join(b"%x\r\n%s\n\r\n" % (len(line) + 1, line) for line in lines))
+                    self.wfile.flush()
                 if bookmarks and time.monotonic() >= next_bookmark:
                     mark = {"kind": kind.kind, "apiVersion": kind.api_version,
                             "metadata": {"resourceVersion": str(pos)}}
@@ -333,6 +336,10 @@ class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     owner: "KubeApiServer"
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 - socketserver's signature
+        if not isinstance(sys.exc_info()[1], (ConnectionError, OSError)):  # a client that went away is no error
+            super().handle_error(request, client_address)
 
 
 class KubeApiServer:

@@ -53,6 +53,23 @@ class ReflectorEvent:
     relist: bool = False
 
 
+class _RawWatch(watch.Watch):
+    """``kubernetes.watch.Watch`` whose events keep the API's JSON: one ``json.loads`` per event, no round trip
+    through the client's models (``raw_object`` and ``object`` are the same dict)."""
+
+    def unmarshal_event(self, data: str, return_type):  # noqa: ANN001, ANN201 - the base class's signature
+        if not data or data.isspace():
+            return None
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError:
+            return None
+        event["raw_object"] = obj = event.get("object") or {}
+        if event.get("type") != "ERROR" and isinstance(obj, dict):
+            self.resource_version = (obj.get("metadata") or {}).get("resourceVersion", self.resource_version)
+        return event
+
+
 def object_key(obj: dict) -> str:
     """``namespace/name``, or ``name`` for a cluster-scoped object."""
     meta = obj.get("metadata") or {}
@@ -88,7 +105,7 @@ class Reflector:
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._thread: threading.Thread | None = None
-        self._watch: watch.Watch | None = None
+        self._watch: _RawWatch | None = None
         #: number of completed (re)lists: 1 after the first list; +1 on every re-list
         self.generation = 0
         #: the last ``resourceVersion`` seen (a list's, an event's or a bookmark's)
@@ -217,7 +234,7 @@ class Reflector:
 
     def _watch_once(self) -> bool:
         """One watch request; True when it delivered events or lasted as a watch lasts (not ended at once)."""
-        self._watch = watch.Watch(return_type=object)  # raw dicts: no model deserialisation
+        self._watch = _RawWatch()
         self.stats["watches"] += 1
         delivered, began = False, time.monotonic()
         try:
