@@ -7,6 +7,7 @@ changed. Not thread-safe by itself: the backend holds its lock around every call
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from datetime import datetime, timedelta, timezone
 
 from crater_app.cluster.kube import pods as podinfo
@@ -41,6 +42,8 @@ class ClusterCache:
         self.accelerators = tuple(accelerators)
         #: pod -> the device indices it was given on its node (kept until the pod is deleted; see :meth:`_assign`)
         self.devices: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._holding: set[tuple[str, str]] = set()  # pods whose recorded devices are in use
+        self._used: dict[str, set[int]] = {}  # node -> device indices pods holding it have
         self.jobs: dict[str, dict] = {}  # uid -> Volcano Job
         self.last_jobs: dict[str, dict] = {}  # uid -> its last Job object, also after it was deleted
         self.pods: dict[str, dict[tuple[str, str], dict]] = {}  # uid -> (ns, name) -> pod
@@ -77,14 +80,21 @@ class ClusterCache:
             now = datetime.now(timezone.utc)
             if podinfo.meta(obj).get("deletionTimestamp") and not gone:
                 self._deleting.setdefault(key, now)
-            if gone or not (obj.get("spec") or {}).get("nodeName"):
+            node = (obj.get("spec") or {}).get("nodeName") or ""
+            if gone or not node:
                 self.all_pods.pop(key, None)
-                if gone:
-                    self.devices.pop(key, None)
             else:
                 self.all_pods[key] = obj
-                if key not in self.devices and podinfo.holds_node(obj):
-                    self.devices[key] = self._assign(obj)
+            holds = not gone and podinfo.holds_node(obj)
+            if holds and key not in self.devices:
+                self.devices[key] = self._assign(obj)
+                self._used.setdefault(node, set()).update(self.devices[key])
+                self._holding.add(key)
+            elif not holds and key in self._holding:  # it ended: its devices are free (its record stays)
+                self._holding.discard(key)
+                self._used.get(node, set()).difference_update(self.devices.get(key, ()))
+            if gone:
+                self.devices.pop(key, None)
             uid = self._pod_uid(obj)
             if not uid:
                 if gone:
@@ -131,9 +141,7 @@ class ClusterCache:
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.get(node_name) or {}
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        used = {i for k, idx in self.devices.items()
-                if (p := self.all_pods.get(k)) is not None and (p.get("spec") or {}).get("nodeName") == node_name
-                and podinfo.holds_node(p) for i in idx}
+        used = self._used.get(node_name, set())
         out: list[int] = []
         offset = 0
         for resource in self.accelerators:
@@ -144,7 +152,7 @@ class ClusterCache:
             want = podinfo.device_count(pod, (resource,))
             if want:
                 span = range(offset, offset + count) if count else range(offset, offset + want + len(used))
-                out += [i for i in span if i not in used][:want]
+                out += list(islice((i for i in span if i not in used), want))
             offset += count
         return tuple(out)
 
