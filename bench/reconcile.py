@@ -20,7 +20,7 @@ here as ``CRATER_BACKEND=kubernetes`` with a kubeconfig pointing at it. Steps:
 5. **re-list after an API server restart**: the mock restarts and forgets its history; the watches get
    ``410 Gone`` and list again; timed until every kind was listed again.
 
-    .venv/bin/python bench/reconcile.py [--jobs 10000] [--watches loops|reflectors]
+    .venv/bin/python bench/reconcile.py [--jobs 10000] [--watches loops|reflectors] [--database-url URL]
 
 ``--watches reflectors`` feeds the backend from :class:`crater_app.cluster.kube.informers.ReflectorWatches` (one
 :class:`~crater_app.cluster.kube.reflector.Reflector` per kind) instead of its own loops.
@@ -149,6 +149,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=10_000, help="Volcano Jobs (one pod each)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds any one step may take")
+    ap.add_argument("--database-url", default="", help="an empty PostgreSQL database (default: SQLite in a temp dir)")
     ap.add_argument("--watches", choices=("loops", "reflectors"), default="loops",
                     help="the backend's own watch loops (watching.Watches) or informers.ReflectorWatches")
     args = ap.parse_args()
@@ -157,6 +158,8 @@ def main() -> None:
     mock = Mock()
     os.environ.update(CRATER_DATA_DIR=folder, CRATER_ADMIN_PASSWORD=PASSWORD, CRATER_BACKEND="kubernetes",
                       CRATER_KUBE_CONFIG=kubeconfig(mock.url, folder), CRATER_KUBE_NAMESPACE=NAMESPACE)
+    if args.database_url:
+        os.environ["CRATER_DATABASE_URL"] = args.database_url
     import logging
 
     import psutil
