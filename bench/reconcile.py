@@ -20,10 +20,10 @@ here as ``CRATER_BACKEND=kubernetes`` with a kubeconfig pointing at it. Steps:
 5. **re-list after an API server restart**: the mock restarts and forgets its history; the watches get
    ``410 Gone`` and list again; timed until every kind was listed again.
 
-    .venv/bin/python bench/reconcile.py [--jobs 10000] [--watches loops|reflectors] [--database-url URL]
+    .venv/bin/python bench/reconcile.py [--jobs 10000] [--database-url URL]
 
-``--watches reflectors`` feeds the backend from :class:`crater_app.cluster.kube.informers.ReflectorWatches` (one
-:class:`~crater_app.cluster.kube.reflector.Reflector` per kind) instead of its own loops.
+The backend watches through one :class:`~crater_app.cluster.kube.reflector.Reflector` per kind
+(:mod:`crater_app.cluster.kube.watching`).
 """
 
 from __future__ import annotations
@@ -150,8 +150,6 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=10_000, help="Volcano Jobs (one pod each)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds any one step may take")
     ap.add_argument("--database-url", default="", help="an empty PostgreSQL database (default: SQLite in a temp dir)")
-    ap.add_argument("--watches", choices=("loops", "reflectors"), default="loops",
-                    help="the backend's own watch loops (watching.Watches) or informers.ReflectorWatches")
     args = ap.parse_args()
     n = args.jobs
     folder = tempfile.mkdtemp(prefix="crater-bench-reconcile-")
@@ -166,10 +164,7 @@ def main() -> None:
 
     logging.getLogger("crater_app.cluster.kube").setLevel(logging.ERROR)  # watches of closed backends end noisily
 
-    from crater_app.bootstrap import build_context, kube_options, make_backend
-    from crater_app.cluster.kube.backend import KubernetesBackend
-    from crater_app.cluster.kube.client import make_api_client
-    from crater_app.cluster.kube.informers import ReflectorWatches
+    from crater_app.bootstrap import build_context, make_backend
     from crater_app.services.context import ServiceContext
     from crater_app.services.reconcile import Reconciler
     from crater_app.settings import Settings
@@ -177,15 +172,8 @@ def main() -> None:
     me = psutil.Process()
 
     def restarted():
-        """The backend a restarted Crater makes (with the watches ``--watches`` names)."""
-        settings = Settings()
-        if args.watches == "loops":
-            return make_backend(settings)
-        api = make_api_client(settings.kube_config)
-        backend = KubernetesBackend(kube_options(settings), api, watch=False)
-        backend._watches = ReflectorWatches(api, backend.options, backend.on_event, backend.on_relist)
-        backend._watches.start()
-        return backend
+        """The backend a restarted Crater makes."""
+        return make_backend(Settings())
 
     try:
         ctx = build_context()
@@ -200,7 +188,7 @@ def main() -> None:
         del manifests
         gc.collect()
 
-        # 2. re-list after a Crater restart. The client's typed API classes (ReflectorWatches calls them) take seconds
+        # 2. re-list after a Crater restart. The client's typed API classes (the reflectors call them) take seconds
         # to import (pydantic builds their models): a cost of starting the process, not of the list, so paid first.
         from kubernetes.client import CoreV1Api, CustomObjectsApi  # noqa: F401
         rss0 = me.memory_info().rss

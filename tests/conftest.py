@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -162,10 +163,17 @@ def kill_backend_processes(data_dir: Path) -> None:
         return
     conn = sqlite3.connect(db, timeout=30)
     try:
-        rows = conn.execute("SELECT pid, pid_start FROM workloads WHERE pid IS NOT NULL").fetchall()
-        limits = [r[0] for r in conn.execute("SELECT limits FROM workloads WHERE pid IS NOT NULL")]
+        found = conn.execute("SELECT pid, pid_start, limits, replicas FROM workloads WHERE pid IS NOT NULL").fetchall()
     finally:
         conn.close()
+    rows, limits = [], []
+    for pid, pid_start, row_limits, replicas in found:  # every replica's runner and cgroups, and the row's own
+        rows.append((pid, pid_start))
+        limits.append(row_limits)
+        for record in (json.loads(replicas) if replicas else []):
+            if record.get("pid"):
+                rows.append((record["pid"], record.get("pid_start")))
+                limits.append(record.get("limits") or "{}")
     remove_cgroups(limits)
     for pid, pid_start in rows:
         try:

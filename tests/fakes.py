@@ -6,10 +6,17 @@ an opaque cursor ``"<instance id>:<rev>"`` (a cursor of another instance or a ga
 placement with the same :func:`place` the local backend uses - backfill and coded reasons included) without
 starting processes. A stop (cancel, deadline) reports ``Stopping`` with the devices still held, and the final
 state at the next :meth:`tick`. Commands are simulated: ``["sh", "-c", "echo hi; sleep 2; exit 3"]`` logs ``hi``,
-runs 2 seconds and exits 3 (statements ``echo``, ``sleep N``, ``exit K``; anything else runs instantly with 0).
+runs 2 seconds and exits 3 (statements ``echo``, ``sleep N``, ``exit K``; ``$NAME``/``${NAME}`` in an ``echo`` are
+the replica's environment; anything else runs instantly with 0).
+
+Workloads of several replicas are simulated replica by replica, as the local backend runs them: the gang is placed as
+one request and starts whole, its devices split per replica in task order, each replica gets the rendezvous variables
+of :mod:`crater_app.domain.rendezvous` (every host ``127.0.0.1``) and its own log, and the gang ends as
+:func:`crater_app.domain.gang.decide` says, with the same codes (``replicas.*``) as the local backend.
 
 Test hooks: :meth:`set_state` reports an arbitrary backend state (e.g. ``Evicted``); :meth:`forget` loses a
-workload, as a wiped cluster would.
+workload, as a wiped cluster would; :meth:`keep_manifests` makes it a backend that keeps objects (``MANIFESTS``),
+as the Kubernetes backend does, with the given objects for a uid.
 """
 
 from __future__ import annotations
@@ -22,21 +29,25 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from crater_app.cluster.base import (ENFORCES_DEADLINES, Changes, Device, NodeInventory, Placement, ReplicaStatus,
+from crater_app.cluster.base import (ENFORCES_DEADLINES, MANIFESTS, Changes, Device, NodeInventory, Placement, ReplicaStatus,
                                      Workload, WorkloadStatus)
+from crater_app.domain.gang import COMPLETE, RESTART, WAIT, decide
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.placement import Capacity, FreeDevice, Request, Running, place
+from crater_app.domain.rendezvous import PYTORCH_DEFAULT_PORT, loopback_hosts, replica_env
 
 GiB = 1024**3
 
 
-def _simulate(command: tuple[str, ...]) -> tuple[list[str], float, int]:
-    """(log lines, run seconds, exit code) of a command."""
+def _simulate(command: tuple[str, ...], env: dict[str, str] | None = None) -> tuple[list[str], float, int]:
+    """(log lines, run seconds, exit code) of a command run with ``env``."""
+    env = env or {}
     if len(command) == 3 and command[0] == "sh" and command[1] == "-c":
         lines, seconds, code = [], 0.0, 0
         for stmt in (s.strip() for s in command[2].split(";")):
             if stmt.startswith("echo "):
-                lines.append(stmt[5:].strip("'\""))
+                text = stmt[5:].strip("'\"")
+                lines.append(re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), ""), text))
             elif m := re.fullmatch(r"sleep ([0-9.]+)", stmt):
                 seconds += float(m.group(1))
             elif m := re.fullmatch(r"exit (\d+)", stmt):
@@ -63,6 +74,23 @@ class _Record:
     logs: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # (task, replica) -> lines
     stopping: str | None = None  # the stop's message while it is Stopping
     final: tuple[str, str, str, str, dict] | None = None  # (state, reason, message, code, args) once stopped
+    ended: dict[tuple[str, int], int] = field(default_factory=dict)  # replicas that have ended -> exit code
+    run_started: float = 0.0  # when the gang's replicas (last) started, epoch seconds
+    restarts: int = 0
+    exit_code: int | None = None  # the final status' exit code (a stopped gang's, decided when it was stopped)
+
+    def replicas(self) -> list[tuple[str, int]]:
+        return [(t.name, i) for t in self.workload.tasks for i in range(t.replicas)]
+
+    def env(self, task: str, index: int) -> dict[str, str]:
+        shape = [(t.name, t.replicas) for t in self.workload.tasks]
+        ender = next((t.name for t in self.workload.tasks if t.ends_job), None)
+        return replica_env(self.workload.kind, shape, task, index, loopback_hosts(shape),
+                           master_port=PYTORCH_DEFAULT_PORT, ends_job=ender)
+
+    def run(self, task: str, index: int) -> tuple[list[str], float, int]:
+        spec = next(t for t in self.workload.tasks if t.name == task)
+        return _simulate(spec.argv, {**spec.env, **self.env(task, index)})
 
 
 def _split(workload: Workload, devices: tuple[int, ...], kinds: dict[int, str]) -> list[Placement]:
@@ -98,6 +126,7 @@ class FakeBackend:
         self.created: list[str] = []  # every create() call, in order (idempotency checks)
         self.adopted = 0
         self.queues: dict[str, tuple] = {}  # ensure_queue() calls: project -> (quota, shares)
+        self._manifests: dict[str, list[dict]] = {}  # keep_manifests(): uid -> objects
 
     # -- helpers -------------------------------------------------------------------------------
     def _now(self) -> datetime:
@@ -117,12 +146,11 @@ class FakeBackend:
         started = rec.fields.get("started_at") is not None
         placements = tuple(_split(rec.workload, rec.devices, {d.index: d.resource for d in self.devices})) \
             if started else ()
-        final = rec.state in _FINAL
         replicas = tuple(ReplicaStatus(
             task=t.name, replica=i, node="fake-node" if started else "",
-            phase=("Running" if not final else "Succeeded" if rec.state == "Succeeded" else "Failed") if started
-            else "Pending",
-            exit_code=rec.fields.get("exit_code") if final and started else None,
+            phase=("Pending" if not started else "Running" if (t.name, i) not in rec.ended
+                   else "Succeeded" if rec.ended[(t.name, i)] == 0 else "Failed"),
+            exit_code=rec.ended.get((t.name, i)), restarts=rec.restarts,
         ) for t in rec.workload.tasks for i in range(t.replicas))
         return WorkloadStatus(uid=rec.workload.uid, phase=_PHASES.get(rec.state), raw_state=rec.state,
                               attempt=rec.workload.attempt, placements=placements, replicas=replicas,
@@ -214,7 +242,10 @@ class FakeBackend:
         self.queues[project] = (quota, dict(shares or {}))
 
     def manifests(self, uid: str) -> list[dict]:
-        return []
+        with self._lock:
+            if MANIFESTS not in self.capabilities or uid not in self._records:
+                return []
+            return [dict(o) for o in self._manifests.get(uid, [])]
 
     def tick(self) -> None:
         with self._lock:
@@ -222,23 +253,69 @@ class FakeBackend:
             for uid, rec in list(self._records.items()):
                 if rec.state == "Stopping":  # its processes have exited: it ends as the stop said
                     state, reason, message, code, args = rec.final or ("Cancelled", "Cancelled", "cancelled", "", {})
-                    self._set(uid, state=state, reason=reason, message=message, exit_code=143, exit_signal=15,
-                              finished_at=self._now(), code=code, args=args)
+                    for key in rec.replicas():
+                        rec.ended.setdefault(key, 143)
+                    exit_code = rec.exit_code if rec.exit_code is not None else 143
+                    self._set(uid, state=state, reason=reason, message=message, exit_code=exit_code,
+                              exit_signal=15 if exit_code == 143 else None, finished_at=self._now(), code=code,
+                              args=args)
                     continue
                 if rec.state != "Running":
                     continue
-                runs = [_simulate(t.argv) for t in rec.workload.tasks]
-                seconds = max(r[1] for r in runs)
-                code = next((r[2] for r in runs if r[2] != 0), 0)
-                started = rec.fields["started_at"].timestamp()
-                if rec.workload.max_runtime_s and now - started >= rec.workload.max_runtime_s:
+                if rec.workload.max_runtime_s and now - rec.fields["started_at"].timestamp() >= \
+                        rec.workload.max_runtime_s:
                     message = f"max_runtime of {rec.workload.max_runtime_s} s exceeded"
                     self._stop(uid, f"stopping: {message}", ("Failed", "DeadlineExceeded", message, "", {}))
-                elif now - started >= seconds:
-                    self._set(uid, state="Succeeded" if code == 0 else "Failed",
-                              reason="Completed" if code == 0 else "Error", message=f"exited with code {code}",
-                              exit_code=code, finished_at=self._now())
+                    continue
+                newly = False
+                for key in rec.replicas():
+                    _, seconds, code = rec.run(*key)
+                    if key not in rec.ended and now - rec.run_started >= seconds:
+                        rec.ended[key], newly = code, True
+                if newly:
+                    self._gang_moves(uid, rec)
             self._place()
+
+    def _gang_moves(self, uid: str, rec: _Record) -> None:
+        """Some replicas of running ``rec`` have ended: the gang rule, as the local backend applies it."""
+        w = rec.workload
+        verdict = decide([(t.name, t.replicas, t.ends_job) for t in w.tasks], rec.ended,
+                         restart_policy=w.restart_policy, max_retry=w.max_retry, restarts=rec.restarts,
+                         min_available=w.min_available)
+        if w.replica_count == 1 and verdict.action != RESTART:  # one replica: as a single-command job
+            code = rec.ended[rec.replicas()[0]]
+            self._set(uid, state="Succeeded" if code == 0 else "Failed", reason="Completed" if code == 0 else "Error",
+                      message=f"exited with code {code}", exit_code=code, finished_at=self._now())
+            return
+        if verdict.action == WAIT:
+            self._set(uid)  # the replicas' statuses changed
+            return
+        task, index = verdict.replica or ("", 0)
+        if verdict.action == RESTART:
+            rec.restarts += 1
+            rec.ended, rec.run_started = {}, self.clock()
+            for key in rec.replicas():
+                rec.logs.setdefault(key, []).extend(rec.run(*key)[0])
+            self._set(uid, reason="Restarted", code="replicas.restarted", message="every replica started again",
+                      args={"restart": rec.restarts, "max_retry": w.max_retry, "task": task, "replica": index,
+                            "exit_code": verdict.exit_code})
+            return
+        ender = next((t.name for t in w.tasks if t.ends_job), None)
+        if verdict.action == COMPLETE and verdict.succeeded:
+            final = ("Succeeded", "Completed", "completed", "replicas.task_completed", {"task": ender}) if ender \
+                else ("Succeeded", "Completed", "completed", "replicas.completed",
+                      {"replicas": w.replica_count, "succeeded": sum(1 for c in rec.ended.values() if c == 0)})
+            rec.exit_code = 0
+        else:
+            final = ("Failed", "Error", f"replica {task}-{index} failed", "replicas.failed",
+                     {"task": task, "replica": index, "exit_code": verdict.exit_code})
+            rec.exit_code = verdict.exit_code
+        if len(rec.ended) == w.replica_count:
+            state, reason, message, code, args = final
+            self._set(uid, state=state, reason=reason, message=message, exit_code=rec.exit_code,
+                      finished_at=self._now(), code=code, args=args)
+        else:
+            self._stop(uid, f"stopping: {final[2]}", final)
 
     def _place(self) -> None:
         running = [r for r in self._records.values() if r.state in ("Running", "Stopping")]
@@ -271,10 +348,10 @@ class FakeBackend:
                 self._set(uid, message=message, code=code, args=args)
         for uid, devices in decision.placed.items():
             rec = self._records[uid]
-            for t in rec.workload.tasks:
-                for i in range(t.replicas):
-                    rec.logs.setdefault((t.name, i), []).extend(_simulate(t.argv)[0])
-            rec.stopping = rec.final = None
+            for key in rec.replicas():
+                rec.logs.setdefault(key, []).extend(rec.run(*key)[0])
+            rec.stopping = rec.final = rec.exit_code = None
+            rec.ended, rec.run_started, rec.restarts = {}, self.clock(), 0
             self._set(uid, state="Running", reason="Started", message="started on fake-node", devices=devices,
                       started_at=self._now(), finished_at=None, exit_code=None, exit_signal=None, code="", args={})
 
@@ -291,3 +368,11 @@ class FakeBackend:
         """Lose every trace of ``uid``."""
         with self._lock:
             self._records.pop(uid, None)
+            self._manifests.pop(uid, None)
+
+    def keep_manifests(self, uid: str, objects: list[dict]) -> None:
+        """From now on this backend has ``MANIFESTS`` and gives ``objects`` as the objects made for ``uid`` (while
+        it knows ``uid``; ``[]`` for the others)."""
+        with self._lock:
+            self.capabilities = type(self).capabilities | {MANIFESTS}
+            self._manifests[uid] = [dict(o) for o in objects]

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import select
 
-from crater_app.cluster.base import Workload
+from crater_app.cluster.base import Task, Workload
 from crater_app.db.models import Job, JobEvent, OperationLog
 from crater_app.domain.policy import Actor
 from crater_app.domain.resources import parse_resources
@@ -206,6 +206,17 @@ def workload(command: list[str] | str = "exit 0", gpus: int = 0, priority: int =
         command=tuple(argv), env={}, working_dir=None, resources=parse_resources(resources), accelerator_model=model,
         max_runtime_s=max_runtime, priority=priority, created_at=T0 + timedelta(seconds=at),
     )
+
+
+def gang(*tasks: tuple, kind: str = "batch", at: int = 0, **fields) -> Workload:
+    """A workload of ``tasks``, each ``(name, replicas, shell command, gpus per replica[, ends_job])``; ``fields``
+    other :class:`Workload` fields (``restart_policy``, ``max_retry``, ``min_available``, ``max_runtime_s``)."""
+    return Workload(
+        uid=str(uuid.uuid4()), name="g", project="default", user="alice", kind=kind,
+        tasks=tuple(Task(name=t[0], replicas=t[1], image="local/host", command=("sh", "-c", t[2]),
+                         resources=parse_resources({"nvidia.com/gpu": t[3]} if t[3] else {}),
+                         ends_job=bool(t[4]) if len(t) > 4 else False) for t in tasks),
+        created_at=T0 + timedelta(seconds=at), **fields)
 
 
 def with_task(w: Workload, **changes) -> Workload:

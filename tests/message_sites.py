@@ -54,7 +54,6 @@ EXACT, COVERS, CODE_ONLY = "exact", "covers", "code only"
 #: pure rules whose ``return`` tuples are messages their callers forward: (file, function) -> (catalogue prefix,
 #: index of the code in the tuple, index of the arguments, comparison)
 RULES = {
-    ("crater_app/domain/placement.py", "never_fits"): ("error.", 1, 2, EXACT),
     ("crater_app/domain/placement.py", "waiting_reason"): ("event.", 0, 1, COVERS),
     ("crater_app/domain/placement.py", "queued_reason"): ("event.", 0, 1, COVERS),
     ("crater_app/services/job_reasons.py", "after_preemption"): ("hold.", 0, 1, COVERS),
@@ -65,14 +64,17 @@ RULES = {
 FORWARDING = {
     ("crater_app/services/admission.py", "admit_submissions", "refusal.code"):
         "the Refusal(...) constructions of domain.admission.never_admissible",
-    ("crater_app/services/jobs.py", "_check_fits", "code"): "the returns of domain.placement.never_fits (RULES)",
     ("crater_app/services/jobs.py", "_events_of", "f\"hold.{v['reason_code']}\""):
         "the Hold(...) constructions (a held job's reason as its Held event)",
     ("crater_app/services/reconcile.py", "_apply_one", "code"):
         "the backends' status codes: say(...) of the local backend, domain.placement's reasons (RULES)",
+    ("crater_app/services/reconcile.py", "_apply", "new_code"):
+        "the backends' status codes of a gang starting again (replicas.restarting, replicas.restarted)",
     ("crater_app/services/reconcile.py", "_preempted", "f'hold.{code}'"):
         "the returns of services.job_reasons.after_preemption (RULES)",
-    ("crater_app/cluster/local/backend.py", "_start", "exc.code"):
+    ("crater_app/cluster/local/supervisor.py", "start", "exc.code"):
+        "the AccountError(...) and StartFailed(...) constructions",
+    ("crater_app/cluster/local/supervisor.py", "_restart", "exc.code"):
         "the AccountError(...) and StartFailed(...) constructions",
     ("crater_app/cluster/local/outcomes.py", "stopping", "f'event.{code}'"):
         "the codes the services cancel with (ClusterBackend.cancel(code=...): job.cancelled_by in services.jobs)",

@@ -19,8 +19,8 @@ from crater_app.api.deps import provide_context
 from crater_app.api.idempotency import IdempotentRoute
 from crater_app.api.middleware import ApiAnswers
 from crater_app.api.routes import (
-    API_PREFIX, approvals, auth, billing, health, jobs, nodes, notifications, oplog, projects, sessions, tokens, usage,
-    users,
+    API_PREFIX, approvals, auth, billing, health, jobs, nodes, notifications, oplog, projects, replicas, sessions,
+    tokens, usage, users,
 )
 from crater_app.domain.job_defaults import default_resources
 from crater_app.services.context import ServiceContext
@@ -30,7 +30,7 @@ __all__ = ["API_PREFIX", "ROUTERS", "build_api", "console_mount"]
 
 #: the routers in the order their paths are matched: the hot paths (jobs) first
 ROUTERS: tuple[APIRouter, ...] = (
-    jobs.router, auth.router, nodes.router, users.router, projects.router, tokens.router, oplog.router,
+    jobs.router, replicas.router, auth.router, nodes.router, users.router, projects.router, tokens.router, oplog.router,
     approvals.router, notifications.router, usage.router, billing.router, sessions.router, health.router,
 )
 

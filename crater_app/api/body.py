@@ -148,6 +148,19 @@ async def decode_documents(request: Request) -> list[object]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput("http.body_encoding", None, offset=exc.start) from None
+    return decode_text(text, kind)
+
+
+def decode_text(text: str, kind: str = "yaml") -> list[object]:
+    """The documents of ``text`` read as ``kind`` (``"json"``: one; ``"yaml"``: every document of the stream, empty
+    ones of a stream of several dropped), as a request body is read (:func:`decode_documents`): the console's YAML
+    editor submits through this too.
+
+    Raises:
+        InvalidInput: not valid JSON/YAML (``line``, ``column``, ``reason``), nested too deeply, a key given twice
+            (field: the key's path), ``NaN``/``Infinity``, an integer of over 4300 digits, more than 100 documents,
+            or text that no layer can store (field: its path).
+    """
     documents = _yaml(text) if kind == "yaml" else [_json(text)]
     if len(documents) > 1:
         documents = [d for d in documents if d is not None] or [None]

@@ -19,6 +19,9 @@ Explicit tags (``!!int 0600``) read the same way. Merge keys (``<<``, a YAML 1.1
 use) still merge. Only the safe tags construct anything: ``!!python/...`` is refused. A mapping key given twice is
 refused with its full path (:mod:`crater_app.domain.field_paths`), checked on the node graph before construction
 (each node once: an alias bomb costs no more than its text).
+
+:func:`dump` writes YAML that reads back the same with this loader and with YAML 1.1 readers (PyYAML, older
+tools): a string that either would read as something else (``yes``, ``0o17``, ``1e3``, ``0600``) is quoted.
 """
 
 from __future__ import annotations
@@ -149,3 +152,24 @@ def load_documents(text: str, loader: Callable[[str], Loader] = Loader) -> list[
         return documents or [None]
     finally:
         reader.dispose()
+
+
+class Dumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that quotes a string whenever the core schema (:class:`Loader`) or YAML 1.1 (PyYAML's own
+    resolvers) would read its plain form as another type, and writes no aliases (the data must hold no cycle)."""
+
+    yaml_implicit_resolvers: dict = {
+        first: [*yaml.SafeDumper.yaml_implicit_resolvers.get(first, []), *Loader.yaml_implicit_resolvers.get(first, [])]
+        for first in set(yaml.SafeDumper.yaml_implicit_resolvers) | set(Loader.yaml_implicit_resolvers)
+    }
+
+    def ignore_aliases(self, data: object) -> bool:
+        """Never an anchor and alias (``&id001``/``*id001``): an object given twice is written out twice, as a
+        person writes it."""
+        return True
+
+
+def dump(data: object) -> str:
+    """``data`` (plain dicts, lists, strings, numbers, booleans, ``None``) as block-style YAML, keys in their order,
+    non-ASCII text as is; :func:`load_documents` reads it back equal."""
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)

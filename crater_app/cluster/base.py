@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Mapping, Protocol, runtime_checkable
 
+from crater_app.domain import job_kinds
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.quota import Quota
 from crater_app.domain.resources import ResourceList
@@ -39,8 +40,8 @@ CAPABILITIES = frozenset({HOST_PROCESSES, RUNS_IMAGES, ENFORCES_DEADLINES, MULTI
                           PVC_VOLUMES})
 
 #: what a workload does when one of its replicas fails or is evicted (Volcano ``policies``: ``RestartJob``,
-#: ``AbortJob`` → failed, none → ignore)
-RESTART_POLICIES = ("restart", "fail", "ignore")
+#: ``AbortJob`` → failed, none → ignore): the job spec's rule, :data:`crater_app.domain.job_kinds.RESTART_POLICIES`
+RESTART_POLICIES = job_kinds.RESTART_POLICIES
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ class Job(SQLModel, table=True):
     finished_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     resubmitted_from: Optional[int] = None
     # Governance (migration 0004):
-    kind: str = Field(default="batch", max_length=16)  # ``batch`` or ``interactive`` (counts as a session)
+    kind: str = Field(default="batch", max_length=16)  # batch, pytorch, mpi or interactive (counts as a session)
     preemptible: bool = False  # Crater's "backfill": may be stopped to give a project its deserved share
     reclaim_lock: bool = False  # approved lock against automatic reclamation
     # Why the job is not running, machine-readable, for translation: ``reason_code`` (e.g. ``quota``,
@@ -201,6 +201,14 @@ class Job(SQLModel, table=True):
     requeue_on_preemption: bool = True
     stop_requested_at: Optional[datetime] = Field(default=None, sa_type=UTCDateTime)
     exit_signal: Optional[int] = None
+    # Migration 0007: the job's normalized tasks (``[]``: the single task of the columns above; each
+    # ``{name, replicas, image, command, args, env, working_dir, resources (per replica), ports, ends_job}``), its gang
+    # (``None``: all replicas) and its options (``restart_policy``, ``max_retry``, ``volumes``, ``shm_size_bytes``,
+    # ``node_selector``, ``ttl_after_finished_s``). ``resources``/``cpu_m``/``memory_bytes``/``gpus`` are the totals
+    # over all replicas.
+    tasks: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
+    min_available: Optional[int] = None
+    options: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
 
 
 class ActiveUsage(SQLModel, table=True):

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from crater_app.domain.errors import InvalidInput
+from crater_app.domain.job_tasks import with_defaults
 from crater_app.domain.jobs import JobSpec
 from crater_app.domain.resources import CPU, MEMORY, canonical_quantity, parse_resources
 
@@ -46,7 +47,10 @@ def default_resources(cpu: str, memory: str) -> Mapping[str, str]:
 
 def with_default_resources(spec: JobSpec, defaults: Mapping[str, str]) -> JobSpec:
     """``spec`` with each resource of ``defaults`` that it does not name added (``spec`` itself when none is
-    missing)."""
+    missing): to the single-task form's ``resources``, or to each task's (per replica) when the spec has ``tasks``."""
+    if spec.tasks is not None:
+        tasks = with_defaults(spec.tasks, dict(defaults))
+        return spec if all(a is b for a, b in zip(tasks, spec.tasks)) else spec.model_copy(update={"tasks": tasks})
     missing = {name: value for name, value in defaults.items() if name not in spec.resources}
     if not missing:
         return spec

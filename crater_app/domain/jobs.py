@@ -12,40 +12,29 @@ from pydantic import (
 
 from crater_app.domain import field_paths
 from crater_app.domain.errors import InvalidInput
-from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_text, is_model_name
-from crater_app.domain.resources import ResourceList, canonical_resources, parse_resources
+from crater_app.domain.job_kinds import (  # noqa: F401 - JOB_KINDS, RESTART_POLICIES: part of this interface
+    DEFAULT_MAX_RETRY, DEFAULT_RESTART_POLICY, JOB_KINDS, RESTART_POLICIES, check_kind, check_restart,
+    normalize_tasks,
+)
+from crater_app.domain.job_tasks import (  # noqa: F401 - the limits are part of this interface
+    DEFAULT_IMAGE, MAX_ARG_CHARS, MAX_COMMAND_ARGS, MAX_COMMAND_BYTES, MAX_ENV_VALUE_CHARS, MAX_ENV_VARS,
+    MAX_IMAGE_CHARS, MAX_PATH_COMPONENT_BYTES, MAX_WORKING_DIR_CHARS, RESERVED_ENV, TaskSpec, canonical_tasks,
+    check_command, check_env, check_image, check_working_dir, totals,
+)
+from crater_app.domain.job_volumes import VolumeSpec, check_node_selector, check_volumes
+from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_model_name
+from crater_app.domain.resources import ResourceList, canonical_quantity, canonical_resources, parse_resources
 
-MAX_COMMAND_ARGS = 256
-MAX_ARG_CHARS = 8192
-MAX_COMMAND_BYTES = 64 * 1024
-MAX_ENV_VARS = 128
-MAX_ENV_VALUE_CHARS = 8192
-MAX_IMAGE_CHARS = 255
 MAX_RUNTIME_S = 30 * 24 * 3600  # 30 days
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
-MAX_WORKING_DIR_CHARS = 255
-DEFAULT_IMAGE = "local/host"
-#: ``batch`` runs to completion; ``interactive`` is a session (notebook, IDE) and counts towards the user's
-#: ``max_sessions`` (Crater's job types: training jobs vs. Jupyter/VS Code sessions).
-JOB_KINDS = ("batch", "interactive")
 
-# Patterns are used with fullmatch (a '$' also matches before a trailing newline) and re.ASCII ('\d' would
-# also match other scripts' digits, which int() reads: '٣h' would be 3 hours).
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-MAX_PATH_COMPONENT_BYTES = 255  # NAME_MAX: a longer folder name cannot be created
-# Docker/OCI image reference, simplified from distribution/reference: [host[:port]/]path[:tag][@digest]; the first
-# component is a host only when it has a '.' or a ':port' or is 'localhost' (else it is a lower-case path component).
-_IMAGE = re.compile(
-    r"^(?:(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+|localhost)(?::[0-9]+)?/|[a-zA-Z0-9-]+:[0-9]+/)?[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
-)
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
-# Environment names the platform sets itself; a spec may not override them.
-RESERVED_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CRATER_JOB_UID"})
+#: the top-level fields of the single-task form: with ``tasks`` each task gives its own
+SINGLE_TASK_FIELDS = ("image", "command", "env", "working_dir", "resources")
 #: pydantic error types of a wrong JSON type -> the error's code, which names the type the field takes
 _TYPE_ERRORS = {"string_type": "job.field_string", "int_type": "job.field_integer", "int_parsing": "job.field_integer",
                 "bool_type": "job.field_boolean", "list_type": "job.field_list", "dict_type": "job.field_object",
-                "int_from_float": "job.field_integer"}
+                "int_from_float": "job.field_integer", "model_type": "job.field_object"}
 
 
 class JobPhase(str, enum.Enum):
@@ -123,18 +112,39 @@ def parse_duration(raw: object, field: str = "max_runtime") -> int | None:
     return seconds
 
 
+def parse_ttl(raw: object) -> int | None:
+    """``ttl_after_finished``: like :func:`parse_duration` (seconds or ``"1d2h"``, at most 30 days) but ``0`` (or
+    ``"0"``) is allowed: the finished job's objects are deleted at once (Volcano's ``ttlSecondsAfterFinished``).
+
+    Raises:
+        InvalidInput: the errors of :func:`parse_duration` naming ``ttl_after_finished``.
+    """
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw == 0:
+        return 0
+    if isinstance(raw, str) and raw.strip() in ("0", "0s"):
+        return 0
+    return parse_duration(raw, "ttl_after_finished")
+
+
 class JobSpec(BaseModel):
     """What a user submits (JSON or YAML). Unknown fields are rejected.
 
-    Fields: ``name`` DNS-1123 label; ``project`` (None = the user's default); ``image`` (recorded; the
-    local backend runs in the host environment); ``command`` argv list; ``env`` name -> value;
-    ``working_dir`` relative to the job's directory; ``resources`` Kubernetes resource list;
-    ``accelerator_model`` e.g. ``NVIDIA-A100-SXM4-80GB``; ``max_runtime`` seconds; ``priority``;
-    ``kind`` ``batch`` (default) or ``interactive`` (a session: counts towards the user's ``max_sessions``);
-    ``preemptible`` (the job may be stopped so that a project below its deserved share gets it back; default
-    ``false``); ``requeue_on_preemption`` (a preempted job goes back to the queue and runs again, keeping its id,
-    up to the platform's ``max_attempts``; default ``true``, as Kueue requeues an evicted Workload and Volcano
-    restarts a Job on ``PodEvicted``; ``false``: it ends ``Failed``).
+    Fields: ``name`` DNS-1123 label; ``project`` (None = the user's default); ``kind`` ``batch`` (default),
+    ``pytorch``, ``mpi`` or ``interactive`` (a session: counts towards the user's ``max_sessions``; the kinds' shapes:
+    :mod:`crater_app.domain.job_kinds`); ``accelerator_model`` e.g. ``NVIDIA-A100-SXM4-80GB`` (every replica's
+    device model); ``max_runtime`` seconds; ``priority``; ``preemptible`` (the job may be stopped so that a project
+    below its deserved share gets it back; default ``false``); ``requeue_on_preemption`` (a preempted job goes back
+    to the queue and runs again, keeping its id, up to the platform's ``max_attempts``; default ``true``, as Kueue
+    requeues an evicted Workload and Volcano restarts a Job on ``PodEvicted``; ``false``: it ends ``Failed``).
+
+    What runs, in one of two forms: ``tasks`` (:class:`~crater_app.domain.job_tasks.TaskSpec` list: name, replicas,
+    image, command, args, env, working_dir, resources per replica, ports), or the single-task form of one replica:
+    ``image`` (recorded; the local backend runs in the host environment), ``command`` argv list, ``env`` name ->
+    value, ``working_dir`` relative to the job's directory, ``resources`` a Kubernetes resource list. ``min_available``
+    the gang (replicas placed together before any starts; default all); ``restart_policy`` (``restart``, ``fail``,
+    ``ignore``: what a failed or evicted replica does to the job, Volcano's ``policies``) and ``max_retry`` (restarts,
+    default 3 as Volcano's ``maxRetry``); ``volumes``, ``shm_size``, ``node_selector``, ``ttl_after_finished``
+    (:mod:`crater_app.domain.job_volumes`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -142,12 +152,20 @@ class JobSpec(BaseModel):
     name: StrictStr
     project: StrictStr | None = None
     image: StrictStr = DEFAULT_IMAGE
-    command: Annotated[list[StrictStr], Strict()]  # a list: a YAML !!set or a tuple has no reliable order
+    command: Annotated[list[StrictStr], Strict()] | None = None  # a list: a YAML !!set or a tuple has no order
     env: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     working_dir: StrictStr | None = None
     # Values are quantities (string or number); their types and grammar are checked by parse_resources, so
     # an error names 'resources.<name>' (a pydantic union would add its member tag) and booleans are refused.
     resources: dict[StrictStr, Any] = Field(default_factory=dict)
+    tasks: list[TaskSpec] | None = None
+    min_available: StrictInt | None = None
+    restart_policy: StrictStr = DEFAULT_RESTART_POLICY
+    max_retry: StrictInt = DEFAULT_MAX_RETRY
+    volumes: list[VolumeSpec] = Field(default_factory=list)
+    shm_size: Any = None  # a memory quantity: checked by job_volumes.parse_shm_size
+    node_selector: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    ttl_after_finished: int | None = None
     accelerator_model: StrictStr | None = None
     max_runtime: int | None = None
     priority: StrictInt = 0
@@ -160,67 +178,52 @@ class JobSpec(BaseModel):
     def _duration(cls, value: Any) -> int | None:
         return parse_duration(value)
 
+    @field_validator("ttl_after_finished", mode="before")
+    @classmethod
+    def _ttl(cls, value: Any) -> int | None:
+        return parse_ttl(value)
+
     @property
     def resource_list(self) -> ResourceList:
-        """The parsed resources (see :func:`parse_resources`)."""
-        return parse_resources(self.resources)
+        """What the whole job requests: the single-task form's ``resources`` parsed (see :func:`parse_resources`),
+        or the totals over all replicas of ``tasks`` (:func:`crater_app.domain.job_tasks.totals`)."""
+        if self.tasks is None:
+            return parse_resources(self.resources)
+        return normalize_tasks(self).totals
 
 
-def _check_command(command: list[str]) -> None:
-    if not command:
-        raise InvalidInput("job.command_empty", "command")
-    if len(command) > MAX_COMMAND_ARGS:
-        raise InvalidInput("job.command_args", "command", count=len(command), max=MAX_COMMAND_ARGS)
-    total = 0
-    for i, arg in enumerate(command):
-        size = len(arg.encode("utf-8", "surrogatepass"))
-        total += size
-        if len(arg) > MAX_ARG_CHARS:
-            raise InvalidInput("job.command_arg_length", field_paths.item("command", i), index=i, length=len(arg), max=MAX_ARG_CHARS)
-        if "\x00" in arg:
-            raise InvalidInput("job.command_arg_nul", field_paths.item("command", i), index=i)
-        if not is_text(arg):
-            raise InvalidInput("job.command_arg_text", field_paths.item("command", i), index=i)
-    if total > MAX_COMMAND_BYTES:
-        raise InvalidInput("job.command_bytes", "command", size=total, max=MAX_COMMAND_BYTES)
-    if not command[0].strip():
-        raise InvalidInput("job.command_program_blank", field_paths.item("command", 0))
-
-
-def _check_env(env: dict[str, str]) -> None:
-    if len(env) > MAX_ENV_VARS:
-        raise InvalidInput("job.env_count", "env", count=len(env), max=MAX_ENV_VARS)
-    for key, value in env.items():
-        if not _ENV_NAME.fullmatch(key) or len(key) > 128:
-            raise InvalidInput("job.env_name", field_paths.key("env", key), name=field_paths.shown(key), max=128)
-        if key in RESERVED_ENV:
-            raise InvalidInput("job.env_reserved", field_paths.key("env", key), name=key)
-        if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value or not is_text(value):
-            raise InvalidInput("job.env_value", field_paths.key("env", key), name=key, length=len(value), max=MAX_ENV_VALUE_CHARS)
-
-
-def _check_working_dir(path: str | None) -> None:
-    if path is None:
-        return
-    if len(path) > MAX_WORKING_DIR_CHARS or "\x00" in path or not is_text(path):
-        raise InvalidInput("job.working_dir_text", "working_dir", max=MAX_WORKING_DIR_CHARS)
-    parts = path.replace("\\", "/").split("/")
-    if any(len(part.encode("utf-8")) > MAX_PATH_COMPONENT_BYTES for part in parts):
-        raise InvalidInput("job.working_dir_component", "working_dir", max=MAX_PATH_COMPONENT_BYTES)
-    if path.startswith("/") or ".." in parts:
-        raise InvalidInput("job.working_dir_relative", "working_dir")
+def _model_error(exc: ValidationError, raw: dict) -> InvalidInput:
+    err = exc.errors()[0]
+    loc = field_paths.from_loc(err["loc"], raw)
+    ctx_err = (err.get("ctx") or {}).get("error")
+    if isinstance(ctx_err, InvalidInput):
+        return ctx_err
+    kind = err["type"]
+    name = (loc or "")[:128]
+    if kind == "extra_forbidden":
+        return InvalidInput("job.unknown_field", loc, name=name)
+    if kind == "missing":
+        return InvalidInput("job.field_required", loc, name=name)
+    if kind in _TYPE_ERRORS:
+        return InvalidInput(_TYPE_ERRORS[kind], loc, name=name)
+    return InvalidInput("job.field_invalid", loc, name=name, detail=str(err["msg"])[:200])
 
 
 def validate_spec(raw: object) -> JobSpec:
     """Validate a submitted job spec (already decoded from JSON/YAML) into a :class:`JobSpec`, its ``resources``
-    in Kubernetes' canonical form (``{"cpu": " 1.0 "}`` -> ``{"cpu": "1"}``, see
-    :func:`crater_app.domain.resources.canonical_quantity`).
+    (and each task's) in Kubernetes' canonical form (``{"cpu": " 1.0 "}`` -> ``{"cpu": "1"}``, see
+    :func:`crater_app.domain.resources.canonical_quantity`), ``shm_size`` too.
 
     Raises:
-        InvalidInput: the first problem, with ``field`` set to its dotted path and the limit in the
+        InvalidInput: the first problem, with ``field`` set to its full path and the limit in the
             message: unknown fields, wrong types, bad names, empty or oversized command, bad env,
             bad quantities, fractional GPUs, unknown image shape, priority out of range, unknown ``kind``,
-            a ``preemptible`` that is not a boolean.
+            a ``preemptible`` that is not a boolean; ``job.tasks_conflict`` (``field_name``) naming a top-level
+            field of the single-task form given with ``tasks``; ``job.field_required`` naming ``command`` when
+            neither is given; the errors of :func:`~crater_app.domain.job_kinds.check_restart`,
+            :func:`~crater_app.domain.job_volumes.check_volumes`,
+            :func:`~crater_app.domain.job_volumes.check_node_selector` and
+            :func:`~crater_app.domain.job_kinds.normalize_tasks` (tasks, kind shapes, gang, ``shm_size``).
     """
     if not isinstance(raw, dict):
         raise InvalidInput("job.spec_object", None)
@@ -229,36 +232,35 @@ def validate_spec(raw: object) -> JobSpec:
     except InvalidInput:
         raise
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = field_paths.from_loc(err["loc"], raw)
-        ctx_err = (err.get("ctx") or {}).get("error")
-        if isinstance(ctx_err, InvalidInput):
-            raise ctx_err from None
-        kind = err["type"]
-        name = (loc or "")[:128]
-        if kind == "extra_forbidden":
-            raise InvalidInput("job.unknown_field", loc, name=name) from None
-        if kind == "missing":
-            raise InvalidInput("job.field_required", loc, name=name) from None
-        if kind in _TYPE_ERRORS:
-            raise InvalidInput(_TYPE_ERRORS[kind], loc, name=name) from None
-        raise InvalidInput("job.field_invalid", loc, name=name, detail=str(err["msg"])[:200]) from None
+        raise _model_error(exc, raw) from None
     check_dns1123_label(spec.name, "name")
     if spec.project is not None:
         check_dns1123_label(spec.project, "project")
-    if len(spec.image) > MAX_IMAGE_CHARS or not _IMAGE.fullmatch(spec.image):
-        raise InvalidInput("job.image_format", "image", max=MAX_IMAGE_CHARS)
-    _check_command(spec.command)
-    _check_env(spec.env)
-    _check_working_dir(spec.working_dir)
+    if spec.tasks is not None:
+        for name in SINGLE_TASK_FIELDS:
+            if name in spec.model_fields_set:
+                raise InvalidInput("job.tasks_conflict", name, field_name=name)
+    else:
+        if spec.command is None:
+            raise InvalidInput("job.field_required", "command", name="command")
+        check_image(spec.image)
+        check_command(spec.command)
+        check_env(spec.env)
+        check_working_dir(spec.working_dir)
+        parse_resources(spec.resources)
     if not PRIORITY_MIN <= spec.priority <= PRIORITY_MAX:
         raise InvalidInput("job.priority_range", "priority", min=PRIORITY_MIN, max=PRIORITY_MAX, value=spec.priority)
     if spec.accelerator_model is not None and not is_model_name(spec.accelerator_model):
         raise InvalidInput("job.accelerator_model_format", "accelerator_model", max=MAX_MODEL_CHARS)
-    if spec.kind not in JOB_KINDS:
-        raise InvalidInput("job.kind", "kind", kinds=", ".join(JOB_KINDS), value=spec.kind[:32])
-    resources = parse_resources(spec.resources)
-    if spec.accelerator_model and not resources.gpus:
-        raise InvalidInput("job.accelerator_model_without_request", "accelerator_model")
+    check_kind(spec.kind)
+    check_restart(spec.restart_policy, spec.max_retry)
+    check_volumes(spec.volumes, shm=spec.shm_size is not None)
+    check_node_selector(spec.node_selector)
+    normalize_tasks(spec)
     # what is stored and shown is what is enforced: " 1 ", "1.0" and 1 are all "1" (Kubernetes' canonical form)
-    return spec.model_copy(update={"resources": canonical_resources(spec.resources)})
+    update: dict[str, Any] = {"resources": canonical_resources(spec.resources)}
+    if spec.tasks is not None:
+        update["tasks"] = canonical_tasks(spec.tasks)
+    if spec.shm_size is not None:
+        update["shm_size"] = canonical_quantity(spec.shm_size)
+    return spec.model_copy(update=update)

@@ -272,37 +272,3 @@ def queued_reason(position: int, blocker: str, lacking: dict[str, int], estimate
     return "placement.queued_unbounded", {"position": position, "blocker": blocker, "blocker_request": lacking,
                                           "expected_at": None}
 
-
-def never_fits(req: Request, cpu_m: int, memory_bytes: int,
-               devices: list[tuple[str, str]]) -> tuple[str, str, dict] | None:
-    """Whether ``req`` exceeds a node's *total* capacity (so it could never start there).
-
-    Args:
-        cpu_m, memory_bytes: the node's capacity (millicores, bytes).
-        devices: ``(resource, model)`` of every device on the node.
-
-    Returns:
-        ``(field, code, args)`` for the first excess - ``code`` an error code (``error.<code>``, ``i18n/queue``):
-        ``job.never_fits_model`` (``request`` ``{name:model: count}``, ``matching``, ``models`` as
-        ``"n × model"`` words), ``job.never_fits_model_absent`` (``request``), ``job.never_fits_devices``
-        (``request``, ``have``), ``job.never_fits_cpu`` / ``job.never_fits_memory`` (``request``, ``have`` in
-        millicores / bytes) - or ``None`` when it can fit.
-    """
-    for name, count in sorted(req.accelerators.items()):
-        have = [m for r, m in devices if r == name]
-        if req.model is not None:
-            matching = sum(1 for m in have if m == req.model)
-            if matching < count:
-                request = {f"{name}:{req.model}": count}
-                if not have:
-                    return "accelerator_model", "job.never_fits_model_absent", {"request": request}
-                models = [f"{have.count(m)} × {m}" for m in sorted(set(have))]
-                return "accelerator_model", "job.never_fits_model", {"request": request, "matching": matching,
-                                                                     "models": models}
-        elif len(have) < count:
-            return f"resources.{name}", "job.never_fits_devices", {"request": {name: count}, "have": len(have)}
-    if req.cpu_m > cpu_m:
-        return f"resources.{CPU}", "job.never_fits_cpu", {"request": req.cpu_m, "have": cpu_m}
-    if req.memory_bytes > memory_bytes:
-        return f"resources.{MEMORY}", "job.never_fits_memory", {"request": req.memory_bytes, "have": memory_bytes}
-    return None

@@ -10,6 +10,7 @@ from crater_app.schemas.nodes import DevicePublic, NodePublic
 from crater_app.schemas.projects import ProjectMemberPublic, ProjectQuotaPublic, ProjectPublic
 from crater_app.schemas.oplog import OperationLogPublic, OperationLogPage
 from crater_app.schemas.approvals import ApprovalPublic, ApprovalPage, NotificationPublic, NotificationList
+from crater_app.schemas.replicas import ManifestList, ReplicaPublic
 from crater_app.schemas.usage import UsageRowPublic, UsagePublic, BillingPricePublic, ProjectBalancePublic, BalancePublic, PointGrantPublic, ProjectBillingPublic
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "JobPublic",
     "JobPage",
     "JobEventPublic",
+    "ReplicaPublic",
+    "ManifestList",
     "DevicePublic",
     "NodePublic",
     "ProjectMemberPublic",

@@ -17,11 +17,20 @@ class JobPublic(Public):
     backend's and Crater's status codes: ``placement.pending``, ``placement.waiting``, ``placement.queued``,
     ``job.stopping_cancelled``, ...; ``""`` when the reason has no code) and ``reason_args`` (its values in Crater's
     units: resource lists, seconds, ``expected_at`` as ISO 8601 UTC). ``admitted_at``: when it passed admission
-    (``Held`` -> ``Queued``); ``kind`` ``batch`` or ``interactive``; ``preemptible``: may be stopped to give a
+    (``Held`` -> ``Queued``); ``preemptible``: may be stopped to give a
     project its deserved share back; ``requeue_on_preemption``: then it goes back to the queue; ``attempt``: the
     run it is on (1 for the first); ``stop_requested_at``: when a stop was asked for (the job is ``Stopping``
     until its last process has exited). ``started_at`` is the start of its current (or last) run; a job back in
     the queue after a preemption keeps its last run's ``started_at``/``finished_at`` until it starts again.
+
+    Its tasks: ``kind`` ``batch``, ``pytorch``, ``mpi`` or ``interactive``; ``tasks`` each ``{name, replicas, image,
+    command, args, env, working_dir, resources (per replica, as submitted), ports: [{name, port, protocol}],
+    ends_job}`` (``[]`` for a job written before tasks existed: the single task of ``image``/``command``/...);
+    ``resources``, ``gpus`` are then the totals over all replicas (the single-task form's ``resources`` as
+    submitted); ``image``/``command``/``env``/``working_dir`` the first task's. ``min_available`` the gang
+    (``None``: all replicas); ``restart_policy`` and ``max_retry``; ``volumes`` (``{source, claim, sub_path,
+    mount_path, read_only}``); ``shm_size_bytes`` (bytes, ``None``: the backend's default); ``node_selector``;
+    ``ttl_after_finished`` (seconds, ``None``: kept).
     """
 
     id: int
@@ -54,6 +63,14 @@ class JobPublic(Public):
     attempt: int = 1
     requeue_on_preemption: bool = True
     stop_requested_at: datetime | None = None
+    tasks: list[dict] = []
+    min_available: int | None = None
+    restart_policy: str = "fail"
+    max_retry: int = 0
+    volumes: list[dict] = []
+    shm_size_bytes: int | None = None
+    node_selector: dict[str, str] = {}
+    ttl_after_finished: int | None = None
 
 
 class JobPage(Public):

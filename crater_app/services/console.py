@@ -14,31 +14,56 @@ from sqlmodel import select
 from crater_app.db.models import Project
 from crater_app.schemas import JobEventPublic, JobPublic, OperationLogPage, ProjectPublic
 from crater_app.domain.policy import Actor, can_manage_members, can_set_quota
-from crater_app.services import jobs, oplog, projects
+from crater_app.domain.errors import NotFound
+from crater_app.schemas.replicas import ReplicaPublic
+from crater_app.services import job_replicas, jobs, oplog, projects
 from crater_app.services.context import ServiceContext
 
 
 class JobView(BaseModel):
-    """A job with its events (oldest first) and the tail of its log."""
+    """A job with its events (oldest first), its replicas (:mod:`crater_app.services.job_replicas`), the tail of one
+    replica's log (``log_task``/``log_replica``: the one shown) and, where the backend keeps the objects it made
+    (``keeps_manifests``), their ``manifest`` as YAML (``""`` while there is none)."""
 
     model_config = ConfigDict(frozen=True)
 
     job: JobPublic
     events: list[JobEventPublic]
     logs: str
+    replicas: list[ReplicaPublic] = []
+    log_task: str | None = None
+    log_replica: int = 0
+    keeps_manifests: bool = False
+    manifest: str = ""
 
 
-def job_view(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 65536) -> JobView:
-    """The job ``job_id``, its events and the last ``tail_bytes`` of its log.
+def job_view(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 65536, *, task: str | None = None,
+             replica: int = 0) -> JobView:
+    """The job ``job_id``, its events, its replicas, the last ``tail_bytes`` of one replica's log (``task`` ``None``:
+    the first task's; a task or replica the job no longer has shows no log) and its manifest.
 
     Raises:
         NotFound: the job does not exist or the actor may not read it; InvalidInput: bad ``tail_bytes``.
     """
     job = jobs.get_job(ctx, actor, job_id)
+    try:
+        logs = job_replicas.replica_logs(ctx, actor, job_id, tail_bytes, task=task, replica=replica)
+    except NotFound as exc:
+        if not exc.code.startswith("replicas."):
+            raise
+        logs = ""
+    keeps = job_replicas.keeps_manifests(ctx)
+    manifest = ""
+    if keeps:
+        try:
+            manifest = job_replicas.manifest_yaml(job_replicas.job_manifests(ctx, actor, job_id))
+        except NotFound as exc:
+            if not exc.code.startswith("replicas."):
+                raise
     return JobView(
-        job=job,
-        events=jobs.job_events(ctx, actor, job_id),
-        logs=jobs.job_logs(ctx, actor, job_id, tail_bytes=tail_bytes),
+        job=job, events=jobs.job_events(ctx, actor, job_id), logs=logs,
+        replicas=job_replicas.job_replicas(ctx, actor, job_id), log_task=task, log_replica=replica,
+        keeps_manifests=keeps, manifest=manifest,
     )
 
 

@@ -16,6 +16,7 @@ from crater_app.domain.paging import check_page
 from crater_app.domain.policy import Actor, can_read_job, readable_projects
 from crater_app.schemas import JobEventPublic, JobPage, JobPublic
 from crater_app.services.context import ServiceContext
+from crater_app.services.job_tasks import public_fields
 
 MAX_PAGE_SIZE = 200
 MAX_LOG_TAIL_BYTES = 1024 * 1024
@@ -47,6 +48,7 @@ def public(session, job: Job) -> JobPublic:
         kind=job.kind, preemptible=job.preemptible, reason_code=job.reason_code, reason_args=job.reason_args or {},
         admitted_at=job.admitted_at, attempt=job.attempt, requeue_on_preemption=job.requeue_on_preemption,
         stop_requested_at=job.stop_requested_at,
+        **public_fields({"tasks": job.tasks, "min_available": job.min_available, "options": job.options}),
     )
 
 

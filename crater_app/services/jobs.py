@@ -16,20 +16,17 @@ from crater_app.cluster.base import HOST_PROCESSES, Workload
 from crater_app.db.models import Approval, Job, OperationLog, Project
 from crater_app.schemas import JobPublic
 from crater_app.db.types import utcnow
-from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unschedulable
+from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.job_defaults import default_resources, with_default_resources
-from crater_app.domain.jobs import JobPhase, JobSpec, validate_spec
-from crater_app.domain.placement import Request, never_fits
-from crater_app.domain.resource_names import check_offered
-from crater_app.domain.resources import ResourceList, parse_resources
+from crater_app.domain.job_kinds import normalize_tasks
+from crater_app.domain.jobs import JobPhase, validate_spec
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_project, can_submit,
 )
-from crater_app.services import admission, approvals, billing, idempotency, job_reasons, oplog, stops
+from crater_app.services import admission, approvals, billing, idempotency, job_reasons, job_tasks, oplog, stops
 from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
-from crater_app.services.nodes import capacity
 from crater_app.services.job_reads import (  # noqa: F401 - part of this module's interface
     MAX_LOG_TAIL_BYTES, MAX_PAGE_SIZE, get_job, job_events, job_logs, list_jobs, name_of, readable,
 )
@@ -44,33 +41,10 @@ _INSERT_JOB, _INSERT_EVENT, _INSERT_OPERATION_LOG = _JOBS.insert(), EVENTS.inser
 _IDS_BY_UID = sa_select(_JOBS.c.uid, _JOBS.c.id).where(_JOBS.c.uid.in_(bindparam("uids", expanding=True)))
 
 
-def _check_fits(ctx: ServiceContext, spec: JobSpec, resources: ResourceList | None = None) -> None:
-    resources = resources or spec.resource_list
-    nodes = capacity(ctx)  # what the nodes have, not what they hold now: whether the request could ever fit
-    check_offered(resources.accelerators, (d.resource for node in nodes for d in node.devices))  # did you mean
-    req = Request(uid="", priority=0, created_at=datetime.min, cpu_m=resources.cpu_m,
-                  memory_bytes=resources.memory_bytes, accelerators=resources.accelerators, model=spec.accelerator_model)
-    problems = []
-    for node in nodes:
-        problem = never_fits(req, node.cpu_m, node.memory_bytes, [(d.resource, d.model) for d in node.devices])
-        if problem is None:
-            return
-        problems.append(problem)
-    if not problems:
-        raise Unschedulable("job.no_node", "resources")
-    field, code, args = problems[0]
-    raise Unschedulable(code, field, **args)
-
-
 def workload_of(job: Job, project: str, user: str) -> Workload:
-    """The backend request for ``job`` (uid is the idempotency key; ``attempt`` the run it is on): one task of one
-    replica (:meth:`Workload.single`) with the job's command and request."""
-    return Workload.single(
-        uid=job.uid, name=job.name, project=project, user=user, image=job.image, command=tuple(job.command),
-        env=dict(job.env), working_dir=job.working_dir, resources=parse_resources(job.resources),
-        accelerator_model=job.accelerator_model, max_runtime_s=job.max_runtime_s, priority=job.priority,
-        created_at=job.created_at, attempt=job.attempt,
-    )
+    """The backend request for ``job`` (uid is the idempotency key; ``attempt`` the run it is on), with its tasks and
+    options (:func:`crater_app.services.job_tasks.workload_of`)."""
+    return job_tasks.workload_of(job, project, user)
 
 
 def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from: int | None = None) -> JobPublic:
@@ -83,9 +57,10 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     goes to the backend) or ``Held`` (it waits in Crater's queue: ``reason`` says which limit, how much is used and
     its position; ``reason_code``/``reason_args`` for translation). A job above ``approval_gpu_threshold``
     accelerators (not by a platform admin) is held for an approval (an ``approvals`` row, kind ``large_job``).
-    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs; a spec that names no ``cpu``
-    or no ``memory`` gets the settings' defaults (``default_job_cpu``/``default_job_memory``, see
-    :mod:`crater_app.domain.job_defaults`).
+    A user's ``max_runtime_s`` limit is also the default ``max_runtime`` of their jobs; a spec (or a task) that names
+    no ``cpu`` or no ``memory`` gets the settings' defaults per replica (``default_job_cpu``/``default_job_memory``,
+    see :mod:`crater_app.domain.job_defaults`). The row keeps the normalized tasks and the totals over all replicas
+    (:func:`crater_app.services.job_tasks.row_values`), which admission, quotas and usage count.
 
     Returns:
         The job in phase ``Queued`` (the loop moves it on; ``reason_code`` ``placement.pending`` until the backend
@@ -94,41 +69,42 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
     Raises:
         InvalidInput: bad spec (field named); NotFound: unknown project (``job.project_unknown``); Forbidden: no
         submit right in the project (``job.submit_forbidden``), or the project has expired (the date in the
-        arguments); Unschedulable: the request exceeds the machine (numbers in the arguments), or names an
-        accelerator resource no node offers (the closest offered name as ``suggestion``); AdmissionRefused
-        (422, kind ``never_admissible``): over the project's capability, the member's share or the user's limits
-        (limit and request in the arguments).
+        arguments); Unschedulable: one replica exceeds the largest node, or the gang the schedulable nodes
+        or the project's capability (numbers in the arguments), or it names an accelerator resource no node offers
+        (the closest offered name as ``suggestion``): :func:`crater_app.services.job_tasks.check_fits`;
+        AdmissionRefused (422, kind ``never_admissible``): over the project's capability, the member's share or the
+        user's limits (limit and request in the arguments).
     """
     spec = validate_spec(raw)
     settings = ctx.settings
     spec = with_default_resources(spec, default_resources(settings.default_job_cpu, settings.default_job_memory))
-    resources = spec.resource_list
+    plan = normalize_tasks(spec)  # the defaults applied: shm_size against each replica's memory
+    resources = plan.totals
     project_id, project_name = _submit_project(ctx, actor, spec.project)
     if not can_submit(actor, project_id):
         if not can_read_project(actor, project_id):  # as for an unknown project: names are not disclosed
             raise NotFound("job.project_unknown", "project", project=project_name)
         raise Forbidden("job.submit_forbidden", "project", project=project_name)
     billing.check_can_submit(ctx, actor, project_id)  # PaymentRequired when billing is on and points are used up
-    _check_fits(ctx, spec, resources)
+    job_tasks.check_fits(ctx, spec, plan, project_id)
     # Everything is prepared before the write transaction, which then only runs INSERTs: SQLite has one writer
     # at a time, so the time spent holding its lock bounds the submission rate. Concurrent submissions share
     # one transaction (ctx.submissions, a group commit), which costs one BEGIN/COMMIT for all of them.
     values = {
         "uid": str(uuid.uuid4()), "name": spec.name, "project_id": project_id, "user_id": actor.user_id,
-        "image": spec.image, "command": list(spec.command), "env": dict(spec.env), "working_dir": spec.working_dir,
-        "resources": {k: str(v) for k, v in spec.resources.items()}, "cpu_m": resources.cpu_m,
-        "memory_bytes": resources.memory_bytes, "gpus": resources.gpus, "accelerator_model": spec.accelerator_model,
+        # image, command, env, working_dir, resources, cpu_m, memory_bytes, gpus, tasks, min_available, options:
+        **job_tasks.row_values(spec, plan),  # the tasks, the totals over their replicas, the options
+        "accelerator_model": spec.accelerator_model,
         "max_runtime_s": spec.max_runtime, "priority": spec.priority, "phase": JobPhase.QUEUED.value,
         "reason": "", "exit_code": None, "devices": [], "created_at": utcnow(),
         "started_at": None, "finished_at": None, "resubmitted_from": resubmitted_from, "kind": spec.kind,
         "preemptible": spec.preemptible, "reason_code": "", "reason_args": {}, "admitted_at": None,
         "attempt": 1, "requeue_on_preemption": spec.requeue_on_preemption,
     }
-    workload = Workload.single(
-        uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
-        command=tuple(spec.command), env=dict(spec.env), working_dir=spec.working_dir, resources=resources,
+    workload = Workload(
+        uid=values["uid"], name=spec.name, project=project_name, user=actor.username,
         accelerator_model=spec.accelerator_model, max_runtime_s=spec.max_runtime, priority=spec.priority,
-        created_at=values["created_at"],
+        created_at=values["created_at"], **job_tasks.workload_fields(values),
     )
     item = NewJob(values=values, actor=actor, workload=workload, target=f"{project_name}/{spec.name}#")
     job_id, error = ctx.submissions.run(item, lambda batch: _write_submissions(ctx, batch))
@@ -140,14 +116,15 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         raise error
     ctx.kick.set()
     return JobPublic(
-        id=job_id, uid=values["uid"], name=spec.name, project=project_name, user=actor.username, image=spec.image,
-        command=values["command"], env=values["env"], working_dir=spec.working_dir, phase=values["phase"],
+        id=job_id, uid=values["uid"], name=spec.name, project=project_name, user=actor.username,
+        image=values["image"], command=values["command"], env=values["env"], working_dir=values["working_dir"],
+        phase=values["phase"],
         reason=values["reason"], exit_code=None, resources=values["resources"],
         accelerator_model=spec.accelerator_model, gpus=resources.gpus, devices=[], max_runtime=values["max_runtime_s"],
         priority=spec.priority, created_at=values["created_at"], started_at=None, finished_at=None,
         resubmitted_from=resubmitted_from, kind=spec.kind, preemptible=spec.preemptible,
         reason_code=values["reason_code"], reason_args=values["reason_args"], admitted_at=values["admitted_at"],
-        attempt=1, requeue_on_preemption=spec.requeue_on_preemption,
+        attempt=1, requeue_on_preemption=spec.requeue_on_preemption, **job_tasks.public_fields(values),
     )
 
 
@@ -343,12 +320,10 @@ def resubmit_job(ctx: ServiceContext, actor: Actor, job_id: int) -> JobPublic:
     with ctx.session(read_only=True) as s:
         job = readable(s, actor, job_id)
         raw = {
-            "name": job.name, "project": name_of(s, Project, job.project_id), "image": job.image,
-            "command": list(job.command), "env": dict(job.env), "resources": dict(job.resources),
-            "priority": job.priority,
+            "name": job.name, "project": name_of(s, Project, job.project_id), "priority": job.priority,
+            **job_tasks.spec_fields(job),  # what it runs (one task or several) and its options
         }
-        for key, value in (("working_dir", job.working_dir), ("accelerator_model", job.accelerator_model),
-                           ("max_runtime", job.max_runtime_s)):
+        for key, value in (("accelerator_model", job.accelerator_model), ("max_runtime", job.max_runtime_s)):
             if value is not None:
                 raw[key] = value
         if job.kind != "batch":

@@ -16,7 +16,7 @@ from sqlmodel import select
 from crater_app.db.engine import refresh_statistics
 from crater_app.db.models import Job, Project, User
 from crater_app.db.types import utcnow
-from crater_app.services import admission, approvals, billing, doorbell, leases, stops
+from crater_app.services import admission, approvals, billing, doorbell, leases, queues, stops
 from crater_app.services.admission_loop import AdmissionLoop, RoundResult
 from crater_app.services.context import ServiceContext
 from crater_app.services.jobs import workload_of
@@ -41,7 +41,8 @@ class LeaderLoop:
     without kicks (a follower's round only looks at the lease); when newly leader,
     re-adopt running workloads, repair, and send again every stop Crater asked for that the backend has not acted
     on (``services.stops``); then ``backend.tick()``, ``Reconciler.sync()``, every ``REPAIR_EVERY_S`` a repair of
-    the jobs settled for ``REPAIR_GRACE_S`` (a create that failed is retried, a lost job ended), (at most once a second) the stops
+    the jobs settled for ``REPAIR_GRACE_S`` (a create that failed is retried, a lost job ended) and of every project's
+    backend queue (``services.queues``), (at most once a second) the stops
     still not acted on after ``stops.RESEND_AFTER_S`` sent again and ``approvals.close_orphans()``, the billing
     charge when due, and the admission pass (held jobs that fit now are admitted, preemptions carried out, see
     :meth:`admit`); then sleep ``loop_interval_s`` or until ``ctx.kick`` is set.
@@ -87,6 +88,7 @@ class LeaderLoop:
             self.reconciler.cursor = ""  # from the beginning of what the backend keeps: nothing missed meanwhile
             self.reconciler.sync()
             self.reconciler.repair(adopted_by=self.holder, settled_before=self._settled_before())
+            queues.sync(self.ctx)
             self.stops.run(at_once=True)  # the previous leader may have died before sending a stop
         if time.monotonic() - self._stats_at > self.STATS_EVERY_S:
             self._stats_at = time.monotonic()
@@ -97,6 +99,7 @@ class LeaderLoop:
         if time.monotonic() - self._repair_at >= self.REPAIR_EVERY_S:
             self._repair_at = time.monotonic()
             self.reconciler.repair(settled_before=self._settled_before())
+            queues.sync(self.ctx)  # drift (a Queue edited or deleted by hand) and syncs that failed
         if self.stops.due():
             self.stops.run()
         # Requests whose job ended (or project expired) are closed: one indexed query, usually empty; once per

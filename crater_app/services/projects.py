@@ -36,7 +36,7 @@ from crater_app.domain.policy import (
     can_set_share,
 )
 from crater_app.domain.times import parse_utc
-from crater_app.services import admission, identity, oplog, quotas
+from crater_app.services import admission, identity, oplog, queues, quotas
 from crater_app.services.context import ServiceContext
 
 MAX_DISPLAY_NAME_CHARS = 128
@@ -91,7 +91,9 @@ def create_project(
                          args={"expires_at": expiry.isoformat()})
         else:
             oplog.record(s, actor, "project:create", name)
-        return _public(project, None, 0)
+        result = _public(project, None, 0)
+    queues.sync(ctx, [name])
+    return result
 
 
 def list_projects(ctx: ServiceContext, actor: Actor) -> list[ProjectPublic]:
@@ -231,6 +233,7 @@ def set_member(ctx: ServiceContext, actor: Actor, project_name: object, username
     identity.forget_user(ctx, user_id)
     if new_share is not None and new_share != share_before:
         admission.invalidate(ctx)
+        queues.sync(ctx, [str(project_name)])
     return result
 
 
@@ -286,8 +289,10 @@ def remove_member(ctx: ServiceContext, actor: Actor, project_name: object, usern
         else:
             oplog.record(s, actor, "project:member:remove", target, code="project.member_removed",
                          args={"role": member.role})
-        user_id = user.id
+        user_id, had_share, name = user.id, bool(member.share), project.name
     identity.forget_user(ctx, user_id)
+    if had_share:
+        queues.sync(ctx, [name])  # its child queue goes
 
 
 def project_expired(project: Project, now: datetime | None = None) -> bool:

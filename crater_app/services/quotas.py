@@ -28,7 +28,7 @@ from crater_app.domain.errors import Forbidden, InvalidInput, NotFound
 from crater_app.domain.naming import check_dns1123_label
 from crater_app.domain.policy import Actor, can_read_quota, can_set_quota
 from crater_app.domain.resource_names import Offered, check_offered_keys
-from crater_app.services import admission, oplog
+from crater_app.services import admission, oplog, queues
 from crater_app.services.context import ServiceContext
 
 
@@ -111,6 +111,7 @@ def set_quota(ctx: ServiceContext, actor: Actor, project_name: object, body: obj
         s.flush()
         result = quota_public(s, project)
     admission.invalidate(ctx)
+    queues.sync(ctx, [result.project])
     return result
 
 
@@ -136,11 +137,6 @@ def parse_share(s: Session, project: Project, raw: object, offered: Offered,
 
 
 def share_usage(section: dict) -> dict[str, int]:
-    """A stored resource list (a quota section or a member's share, canonical strings) in Crater's units, for
-    message arguments (``{"nvidia.com/gpu": "2", "cpu": "500m"}`` -> ``{"nvidia.com/gpu": 2, "cpu": 500}``); a
-    list Crater did not store itself (unparseable) gives ``{}``."""
-    try:
-        return q.parse_quota_list(dict(section or {}), "share")
-    except InvalidInput:
-        return {}
+    """A stored resource list in Crater's units, for message arguments (:func:`crater_app.services.queues.share_usage`)."""
+    return queues.share_usage(section)
 

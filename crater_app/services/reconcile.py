@@ -32,6 +32,9 @@ _SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).value
     devices=bindparam("b_devices"))
 #: ``jobs.reason_code`` holds codes of at most this many characters (a longer backend code keeps only its text)
 MAX_CODE_CHARS = 64
+#: backend reasons that keep the phase but belong on the job's timeline as events of their own: a gang starting again
+#: after a replica failed (``restart_policy: restart``; Volcano's ``Restarting`` phase)
+TIMELINE_REASONS = frozenset({"Restarting", "Restarted"})
 #: reason codes a stop asked for by Crater writes (the job's reason while it is ``Stopping``)
 _CRATER_STOPS = stops.CRATER_STOPS
 
@@ -99,7 +102,7 @@ class Reconciler:
                 .where(c.uid.in_(list(latest | dict.fromkeys(blockers))))
             ).all()
             ids = {row.uid: row.id for row in rows}
-            updates, others = [], []
+            updates, others, events = [], [], []
             for job_id, uid, phase, reason, code, args, devices, attempt in rows:
                 status = latest.get(uid)
                 if status is None or status.attempt < attempt:
@@ -110,10 +113,15 @@ class Reconciler:
                             or list(status.devices) != devices):
                         updates.append({"b_id": job_id, "b_reason": new_reason, "b_code": new_code,
                                         "b_args": new_args, "b_devices": list(status.devices)})
+                        if status.reason in TIMELINE_REASONS and new_code != code:
+                            events.append(event_row(job_id, phase, status.reason, new_code, new_args,
+                                                    at=utcnow(), message=new_reason))
                 else:
                     others.append(uid)
             if updates:
                 conn.execute(_SAME_PHASE_UPDATE, updates)
+            if events:
+                conn.execute(EVENTS.insert(), events)
             if others:
                 self.moved = True
                 for job in s.exec(select(Job).where(Job.uid.in_(others))).all():

@@ -1,4 +1,5 @@
-"""/jobs/[id]: a job's status, why it waits, its events and a live log tail while it is not finished; cancel and
+"""/jobs/[id]: a job's status, why it waits, its events, its replicas, a live log tail of the replica picked
+(the first by default) while it is not finished, and its manifest where the backend keeps one; cancel and
 resubmit."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import reflex as rx
 
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
 from crater_app.services import console, jobs
-from crater_app.state import live, messages, views
+from crater_app.state import live, messages, replica_views, views
 from crater_app.state.base import AppState
 
 
@@ -26,6 +27,12 @@ class JobDetailState(AppState):
     argv: list[str] = []
     events: list[dict[str, str]] = []
     logs: str = ""
+    replicas: list[dict[str, str]] = []
+    #: the replica whose log is shown (``replica_views.replica_key``; ``""``: the first)
+    log_key: str = ""
+    keeps_manifests: bool = False
+    manifest: str = ""
+    manifest_open: bool = False
     error: str = ""
     not_found: bool = False
     loaded: bool = False
@@ -75,6 +82,21 @@ class JobDetailState(AppState):
         devices = self.job.get("devices", "")
         return [d.strip() for d in devices.split(",") if d.strip()]
 
+    @rx.var
+    def replica_keys(self) -> list[str]:
+        """The replicas the log selector offers (``task/index``)."""
+        return [row["key"] for row in self.replicas]
+
+    @rx.var
+    def replica_rows(self) -> list[dict[str, str]]:
+        """The replicas table with phases and reasons in the console's language."""
+        return replica_views.localized_rows(self.lang, self.replicas)
+
+    def _log_target(self) -> dict:
+        """``task``/``replica`` of the log shown (``job_view``'s keyword arguments)."""
+        task, replica = replica_views.parse_key(self.log_key)
+        return {"task": task, "replica": replica}
+
     def _apply(self, view) -> None:  # noqa: ANN001 - console.JobView
         detail = views.job_detail(view.job)
         if detail != self.job:
@@ -84,8 +106,19 @@ class JobDetailState(AppState):
         events = [views.event_row(e) for e in view.events]
         if events != self.events:
             self.events = events
-        if view.logs != self.logs:
+        rows = [replica_views.replica_row(r) for r in view.replicas]
+        if rows != self.replicas:
+            self.replicas = rows
+        wanted = replica_views.chosen_key(rows, self.log_key)
+        if wanted != self.log_key:
+            self.log_key = wanted
+        # a log read for another replica than the one now picked is dropped (the next read brings the right one)
+        if replica_views.shown_key(rows, view.log_task, view.log_replica) == wanted and view.logs != self.logs:
             self.logs = view.logs
+        if view.keeps_manifests != self.keeps_manifests:
+            self.keeps_manifests = view.keeps_manifests
+        if view.manifest != self.manifest:
+            self.manifest = view.manifest
         self.loaded = True
         self.not_found = False
 
@@ -100,8 +133,10 @@ class JobDetailState(AppState):
             return None
         if self.job.get("id") != str(job_id):
             self.job, self.argv, self.events, self.logs, self.loaded = {}, [], [], "", False
+            self.replicas, self.log_key = [], ""
+            self.keeps_manifests, self.manifest, self.manifest_open = False, "", False
         try:
-            view = await self.call(console.job_view, job_id)
+            view = await self.call(console.job_view, job_id, **self._log_target())
         except Unauthenticated:
             return self.signed_out()
         except NotFound:
@@ -126,8 +161,30 @@ class JobDetailState(AppState):
             self._apply(view)
             return self.finished
 
-        await live.refresh(self, f"job {job_id}", lambda: live.Read(console.job_view, (job_id,)), show,
-                           gone=(Unauthenticated, NotFound))
+        await live.refresh(self, f"job {job_id}", lambda: live.Read(console.job_view, (job_id,), self._log_target()),
+                           show, gone=(Unauthenticated, NotFound))
+
+    @rx.event
+    async def pick_replica(self, key: str):
+        """Show the log of replica ``key`` (``task/index``) at once; a running job's refresh goes on with it."""
+        job_id = _route_job_id(self.router.url.path)
+        if job_id is None or key not in self.replica_keys:
+            return None
+        self.log_key, self.logs = key, ""
+        try:
+            view = await self.call(console.job_view, job_id, **self._log_target())
+        except Unauthenticated:
+            return self.signed_out()
+        except CraterError as exc:
+            self.error = exc.message_in(self.lang)
+            return None
+        self._apply(view)
+        return None
+
+    @rx.event
+    def toggle_manifest(self):
+        """Show or hide the manifest's YAML (hidden when the page opens)."""
+        self.manifest_open = not self.manifest_open
 
     @rx.event
     async def cancel(self):

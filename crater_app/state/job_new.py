@@ -1,30 +1,39 @@
-"""/jobs/new: the submit form. GPU models and counts come from the nodes' real devices; each error is shown beside
-the field it names and goes away when that field is changed."""
+"""/jobs/new: the submit form for jobs of every kind (batch, PyTorch DDP, MPI, interactive), with its "Edit as YAML"
+mode. GPU models and per-replica counts come from the nodes' real devices; each error is shown beside the field it
+names (the spec paths of :func:`crater_app.state.forms.job_fields`) and goes away when that field is changed; in
+YAML mode the error's path and message are shown above the text."""
 
 from __future__ import annotations
 
 import reflex as rx
 
+from crater_app.api import body, yaml_loader
+from crater_app.domain.errors import CraterError, TooLarge, Unauthenticated
+from crater_app.domain.job_kinds import RESTART_POLICIES
+from crater_app.domain.manifests import refuse_manifests
 from crater_app.domain.policy import can_submit_as
 from crater_app.domain.resources import CPU, MEMORY
 from crater_app.services import job_defaults, jobs, nodes, projects, users
 from crater_app.state import views
 from crater_app.state.base import AppState
 from crater_app.state.field_errors import FieldErrors, FieldMap
-from crater_app.state.forms import COMMAND_MODES, JOB_KINDS, FormError, build_spec
+from crater_app.state.forms import ADVANCED_FIELDS, COMMAND_MODES, JOB_KINDS, FormError, build_spec, job_fields
 
-#: the form's inputs and the job spec's field paths each shows the errors of (``domain.jobs.validate`` names
-#: ``resources.nvidia.com/gpu``, ``tasks[0].command``, ...; cpu and memory before the accelerators)
-NEW_JOB_FIELDS: FieldMap = (
-    ("name", ("name",)), ("project", ("project",)), ("kind", ("kind",)), ("preemptible", ("preemptible",)),
-    ("command", ("command", "tasks")), ("env", ("env",)), ("cpu", ("resources.cpu",)),
-    ("memory", ("resources.memory",)), ("gpus", ("resources", "accelerator_model", "gpus")),
-    ("max_runtime", ("max_runtime",)), ("priority", ("priority",)),
-)
+#: the form's inputs and the job spec's field paths each shows the errors of, for a batch job (``domain.jobs``
+#: names ``resources.nvidia.com/gpu``, ``tasks[0].command``, ...; cpu and memory before the accelerators); the
+#: other kinds': :func:`~crater_app.state.forms.job_fields`
+NEW_JOB_FIELDS: FieldMap = job_fields("batch")
+#: the text inputs whose value the form keeps as the user leaves them (:meth:`NewJobState.keep_value`), for the YAML
+#: editor, which renders the spec before the form is submitted
+TEXT_INPUTS = ("name", "priority", "command", "worker_command", "env", "cpu", "memory", "max_runtime", "shm_size",
+               "min_available", "max_retry", "node_selector")
+#: the most characters one kept input may have (a request body's limit, :data:`crater_app.api.body.MAX_BODY_BYTES`)
+MAX_INPUT_CHARS = body.MAX_BODY_BYTES
 
 
 class NewJobState(FieldErrors, AppState):
-    """/jobs/new: the submit form. GPU models and counts come from the nodes' real devices."""
+    """/jobs/new: the submit form for every kind (see the module), and its "Edit as YAML" mode. GPU models and the
+    per-replica counts come from the nodes' real devices (at most what the largest node has of the chosen model)."""
 
     FIELDS = NEW_JOB_FIELDS
     accelerators: list[dict[str, str]] = []
@@ -37,9 +46,24 @@ class NewJobState(FieldErrors, AppState):
     loaded: bool = False
     #: changes when the form goes back to its defaults, so that its text fields are cleared too
     form_key: int = 0
-    #: ``batch`` or ``interactive`` (a session), and whether the job may be preempted for other projects' fair share
+    #: one of :data:`~crater_app.state.forms.JOB_KINDS`, and whether the job may be preempted for other projects' fair
+    #: share
     kind: str = "batch"
     preemptible: bool = False
+    #: the batch gang's replicas or the pytorch/mpi workers, as typed (the live GPU total reads it)
+    replicas: str = "1"
+    #: ``fail`` / ``restart`` / ``ignore`` (Volcano's policies), and whether the advanced options are shown
+    restart_policy: str = "fail"
+    show_advanced: bool = False
+    #: the "Edit as YAML" mode: its text (rendered from the form), a key that changes when it is rendered again, and
+    #: the last error (its spec path, and the message in the console's language)
+    yaml_mode: bool = False
+    yaml_text: str = ""
+    yaml_key: int = 0
+    yaml_error: str = ""
+    yaml_error_path: str = ""
+    #: the text inputs' values as the user left them (see :data:`TEXT_INPUTS`)
+    _values: dict[str, str] = {}
     #: the projects the caller may submit to (role admin/member; every project for platform admins) and the choice
     project_options: list[str] = []
     project: str = ""
@@ -67,6 +91,28 @@ class NewJobState(FieldErrors, AppState):
     def model_max(self) -> str:
         """Devices of the chosen model on the largest node."""
         return self._chosen("max")
+
+    def _workers(self) -> int:
+        """The replicas field as a number (0 when it is not one: the form says so on submit)."""
+        text = self.replicas.strip()
+        return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 0
+
+    @rx.var
+    def replica_total(self) -> str:
+        """Replicas of the whole job: the batch gang's, 1 + the workers (pytorch, mpi), 1 (interactive)."""
+        if self.kind == "batch":
+            return str(self._workers())
+        return str(1 + self._workers()) if self.kind in ("pytorch", "mpi") else "1"
+
+    @rx.var
+    def gpu_replicas(self) -> str:
+        """Replicas that get the chosen GPUs: every one, except an MPI launcher (it only starts ``mpirun``)."""
+        return str(self._workers()) if self.kind == "mpi" else self.replica_total
+
+    @rx.var
+    def gpu_total(self) -> str:
+        """GPUs of the whole job: :attr:`gpu_replicas` × the GPUs per replica."""
+        return str(int(self.gpu_replicas) * int(self.gpus or "0"))
 
     @rx.var
     def has_accelerators(self) -> bool:
@@ -106,7 +152,10 @@ class NewJobState(FieldErrors, AppState):
         self.model = models[0] if models else ""
         self.gpus = "1" if "1" in self.gpu_options else "0"
         self.command_mode = "lines"
-        self.kind, self.preemptible = "batch", False
+        self.kind, self.preemptible, self.replicas, self.restart_policy = "batch", False, "1", "fail"
+        self.show_advanced = self.yaml_mode = False
+        self.yaml_text = self.yaml_error = self.yaml_error_path = ""
+        self._values = {}
         options = self.project_options
         self.project = self._default_project if self._default_project in options else (options[0] if options else "")
         self.form_key += 1
@@ -135,10 +184,80 @@ class NewJobState(FieldErrors, AppState):
 
     @rx.event
     def set_kind(self, kind: str) -> None:
-        """``batch`` or ``interactive``."""
+        """One of :data:`~crater_app.state.forms.JOB_KINDS` (the replicas field keeps its number)."""
         self._forget_field_error("kind")
         if kind in JOB_KINDS:
             self.kind = kind
+
+    @rx.event
+    def set_replicas(self, value: str) -> None:
+        """The batch gang's replicas or the workers, as typed (at most 9 characters)."""
+        self._forget_field_error("replicas")
+        self.replicas = str(value)[:9]
+
+    @rx.event
+    def set_restart_policy(self, policy: str) -> None:
+        """What a failed or evicted replica does to the job: one of ``RESTART_POLICIES``."""
+        self._forget_field_error("restart_policy")
+        if policy in RESTART_POLICIES:
+            self.restart_policy = policy
+
+    @rx.event
+    def toggle_advanced(self) -> None:
+        """Show or hide the advanced options."""
+        self.show_advanced = not self.show_advanced
+
+    @rx.event
+    def keep_value(self, name: str, value: str) -> None:
+        """The user left text input ``name`` (one of :data:`TEXT_INPUTS`) holding ``value``: kept for the YAML
+        editor."""
+        if name in TEXT_INPUTS and isinstance(value, str) and len(value) <= MAX_INPUT_CHARS:
+            self._values = {**self._values, name: value}
+
+    def _show_error(self, message: str, path: str | None, fields: FieldMap | None = None) -> None:
+        """As ``FieldErrors._show_error``, with the inputs of the chosen kind's spec paths
+        (:func:`~crater_app.state.forms.job_fields`); an error on an advanced option opens them."""
+        super()._show_error(message, path, job_fields(self.kind) if fields is None else fields)
+        if any(name in self.field_errors for name in ADVANCED_FIELDS):
+            self.show_advanced = True
+
+    def _spec(self, values: dict, draft: bool = False) -> dict:
+        """The spec of the form: its text inputs ``values`` and the choices held here (see
+        :func:`~crater_app.state.forms.build_spec`). Raises FormError."""
+        def text(name: str, default: str = "") -> str:
+            return str(values.get(name, default))
+
+        return build_spec(
+            name=text("name"), command=text("command"), command_mode=self.command_mode, env=text("env"),
+            cpu=text("cpu", self.default_cpu), memory=text("memory", self.default_memory), gpus=self.gpus,
+            model=self.model, resource=self._chosen("resource", "nvidia.com/gpu"),
+            max_runtime=text("max_runtime"), priority=text("priority", "0"), kind=self.kind,
+            preemptible=self.preemptible, project=self.project, replicas=self.replicas,
+            worker_command=text("worker_command"), shm_size=text("shm_size"), min_available=text("min_available"),
+            restart_policy=self.restart_policy, max_retry=text("max_retry"), node_selector=text("node_selector"),
+            draft=draft,
+        )
+
+    @rx.event
+    def open_yaml(self) -> None:
+        """"Edit as YAML": the spec the form would submit, rendered as YAML into the editor (an empty command is
+        left for the editor to fill); a field that cannot be read shows its error and the form stays."""
+        self._clear_errors()
+        try:
+            spec = self._spec(self._values, draft=True)
+        except FormError as exc:
+            self._form_failed(exc)
+            return
+        self.yaml_text = yaml_loader.dump(spec)
+        self.yaml_key += 1
+        self.yaml_error = self.yaml_error_path = ""
+        self.yaml_mode = True
+
+    @rx.event
+    def close_yaml(self) -> None:
+        """Back to the form (as it was; edits of the YAML are not copied into it)."""
+        self.yaml_mode = False
+        self.yaml_error = self.yaml_error_path = ""
 
     @rx.event
     def set_preemptible(self, value: bool) -> None:
@@ -157,15 +276,8 @@ class NewJobState(FieldErrors, AppState):
     async def submit(self, form: dict):
         """Build the spec from the form, submit it, and open the new job; an error is shown beside its field."""
         self._clear_errors()
-        resource = self._chosen("resource", "nvidia.com/gpu")
         try:
-            spec = build_spec(
-                name=str(form.get("name", "")), command=str(form.get("command", "")), command_mode=self.command_mode,
-                env=str(form.get("env", "")), cpu=str(form.get("cpu", "")), memory=str(form.get("memory", "")),
-                gpus=self.gpus, model=self.model, resource=resource, max_runtime=str(form.get("max_runtime", "")),
-                priority=str(form.get("priority", "")), kind=self.kind, preemptible=self.preemptible,
-                project=self.project,
-            )
+            spec = self._spec({name: str(form.get(name, "")) for name in TEXT_INPUTS})
         except FormError as exc:
             self._form_failed(exc)
             return
@@ -177,8 +289,38 @@ class NewJobState(FieldErrors, AppState):
             if stop is not None:
                 yield stop
             return
+        yield self._submitted_job(job.id)
+
+    def _submitted_job(self, job_id: int):
+        """After a submit: the form back to its defaults, and to the new job's page."""
         self._reset_form()
         # The next visit shows the form once its on_load has read the nodes and projects again: a form left loaded
         # would show at once and be rebuilt (a new key) under the user's hands when that on_load ends.
         self.loaded = False
-        yield rx.redirect(f"/jobs/{job.id}")
+        return rx.redirect(f"/jobs/{job_id}")
+
+    @rx.event
+    async def submit_yaml(self, form: dict):
+        """Submit the editor's text as it is: read as the API reads a YAML body (:func:`crater_app.api.body.
+        decode_text`, a Kubernetes manifest refused with what it is) and given to the same service call as the
+        form's spec. An error's spec path and message are shown above the text."""
+        text = str(form.get("spec_yaml", ""))
+        self.yaml_text, self.yaml_error, self.yaml_error_path = text, "", ""
+        self.submitting = True
+        yield
+        try:
+            if len(text.encode("utf-8", "surrogatepass")) > body.MAX_BODY_BYTES:
+                raise TooLarge("http.body_too_large", None, limit=body.MAX_BODY_BYTES)
+            documents = body.decode_text(text, "yaml")
+            refuse_manifests(documents)
+            job = await self.call(jobs.submit_job, body.one_document(documents))
+        except Unauthenticated:
+            self.submitting = False
+            yield self.signed_out()
+            return
+        except CraterError as exc:
+            self.submitting = False
+            self.yaml_error, self.yaml_error_path = exc.message_in(self.lang), exc.field or ""
+            return
+        self.submitting = False
+        yield self._submitted_job(job.id)

@@ -28,7 +28,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from crater_app.api.app import API_PREFIX, build_api
-from crater_app.db.models import OperationLog
+from crater_app.db.models import Job, OperationLog
 from crater_app.services import approvals, console_sessions, identity, jobs, projects, sign_in, tokens, users
 from tests.conftest import USER_PASSWORD
 from tests.sessions import session_secret
@@ -62,6 +62,13 @@ class Matrix:
     def fresh_job(self) -> int:
         return jobs.submit_job(self.ctx, self.actor("alice"), {"name": self.fresh_name("job"), "project": "proj",
                                                                "command": ["true"]}).id
+
+    def with_manifest(self) -> str:
+        """The manifest path of the target job, its backend keeping an object for it (as the Kubernetes one does)."""
+        with self.ctx.session(read_only=True) as s:
+            uid = s.get(Job, self.job_id).uid
+        self.ctx.backend.keep_manifests(uid, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": uid}}])
+        return f"{P}/jobs/{self.job_id}/manifest"
 
     def fresh_user(self) -> str:
         name = self.fresh_name("user")
@@ -141,6 +148,10 @@ TABLE: dict[tuple[str, str], tuple[Build, tuple]] = {
                                            (401, 404, OK, 404, OK, OK, OK)),
     ("GET", f"{P}/jobs/{{id}}/events"): (lambda m, who: (f"{P}/jobs/{m.job_id}/events", None),
                                              (401, 404, OK, 404, OK, OK, OK)),
+    ("GET", f"{P}/jobs/{{id}}/replicas"): (lambda m, who: (f"{P}/jobs/{m.job_id}/replicas", None),
+                                               (401, 404, OK, 404, OK, OK, OK)),
+    ("GET", f"{P}/jobs/{{id}}/manifest"): (lambda m, who: (m.with_manifest(), None),
+                                               (401, 404, OK, 404, OK, OK, OK)),
     ("GET", f"{P}/nodes"): (fixed(f"{P}/nodes"), (401, OK, OK, OK, OK, OK, OK)),
     ("POST", f"{P}/projects"): (lambda m, who: (f"{P}/projects", {"name": m.fresh_name("p")}),
                                 (401, 403, 403, 403, 403, 403, OK)),

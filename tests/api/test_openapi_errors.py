@@ -45,6 +45,8 @@ def test_every_error_answer_is_the_envelope(document):
     ("POST", "/api/v1/jobs", {"401", "402", "403", "404", "409", "413", "415", "422", "500"}),
     ("DELETE", "/api/v1/jobs/{id}", {"401", "403", "404", "409", "422", "500"}),
     ("GET", "/api/v1/jobs/{id}/logs", {"401", "404", "422", "500"}),
+    ("GET", "/api/v1/jobs/{id}/replicas", {"401", "404", "422", "500"}),
+    ("GET", "/api/v1/jobs/{id}/manifest", {"401", "404", "422", "500"}),
     ("PUT", "/api/v1/projects/{name}/quota", {"401", "403", "404", "413", "415", "422", "500"}),
     ("GET", "/api/v1/operation-logs", {"401", "403", "422", "500"}),
     ("POST", "/api/v1/auth/token", {"401", "413", "415", "422", "429", "500"}),
@@ -57,6 +59,11 @@ def test_operations_document_the_statuses_they_give(document, method, path, stat
     assert {s for s in responses if s[0] in "45"} == statuses
     if path.endswith("/logs"):  # the answer is text, its errors are JSON
         assert "text/plain" in responses["200"]["content"]
+    if path.endswith("/manifest"):  # YAML, or JSON when asked for
+        assert {"application/yaml", "application/json"} <= set(responses["200"]["content"])
+        assert "runs processes" in responses["404"]["description"]
+    if path.endswith("/logs"):
+        assert "`task`" in responses["404"]["description"] and "`replica`" in responses["404"]["description"]
 
 
 def test_statuses_the_api_gives_are_documented(api, document):

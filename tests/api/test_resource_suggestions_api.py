@@ -33,7 +33,7 @@ def test_a_name_unlike_any_offered_one_lists_what_is_offered(api):
     # a count of 0 asks for nothing, so it is no problem; an offered resource beyond the machine keeps its numbers
     assert api.submit(resources={"example.com/fpga": 0}).status_code == 201
     assert_error(api.submit(resources={"nvidia.com/gpu": 5}), 422, "unschedulable", "resources.nvidia.com/gpu",
-                 "requested 5 × nvidia.com/gpu")
+                 "largest node has 4 × nvidia.com/gpu; one replica cannot get 5")
 
 
 def test_on_a_machine_without_accelerators_none_is_offered(world, tmp_path):

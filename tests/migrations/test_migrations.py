@@ -170,3 +170,43 @@ def test_0006_counts_the_active_jobs_there_are_and_its_triggers_keep_counting(em
             assert counts(conn) == [("A100", gpu, 1)]
     finally:
         engine.dispose()
+
+
+def test_0007_gives_existing_jobs_no_tasks_all_replicas_and_no_options(empty_db_url):
+    """Rows written before migration 0007 read as the single-task form: ``tasks`` ``[]``, ``min_available`` NULL
+    (all replicas), ``options`` ``{}``."""
+    upgrade(empty_db_url, "0006")
+    engine = make_engine(empty_db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO projects (id, name, display_name, description, created_at) "
+                              "VALUES (1, 'p', '', '', CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO users (id, username, display_name, email, role, status, created_at, "
+                              "default_project_id) VALUES (1, 'u', '', '', 'user', 'active', CURRENT_TIMESTAMP, 1)"))
+            conn.execute(text(
+                "INSERT INTO jobs (id, uid, name, project_id, user_id, image, command, env, resources, cpu_m, "
+                "memory_bytes, gpus, priority, phase, reason, devices, created_at) VALUES (1, 'x', 'j', 1, 1, 'i', "
+                "'[\"x\"]', '{}', '{}', 0, 0, 0, 0, 'Running', '', '[]', CURRENT_TIMESTAMP)"))
+        upgrade(empty_db_url)
+        with engine.connect() as conn:
+            tasks, min_available, options = conn.execute(text("SELECT tasks, min_available, options FROM jobs")).one()
+            usage = conn.execute(text("SELECT jobs FROM active_usage")).scalar_one()  # 0006's triggers kept
+    finally:
+        engine.dispose()
+    assert tasks in ([], "[]") and min_available is None and options in ({}, "{}")
+    assert usage == 1
+
+
+def test_pods_starting_together_migrate_one_after_the_other(empty_db_url):
+    """Several Crater processes running ``upgrade`` at once on an empty database (the Helm chart's replicas
+    starting together) all end at head without an error: on PostgreSQL they take turns (an advisory lock); SQLite's
+    write lock does the same for one file."""
+    import subprocess
+    import sys
+
+    code = "import sys; from crater_app.db.migrate import upgrade; upgrade(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, empty_db_url], stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    failures = [err for p in procs if (err := p.communicate(timeout=300)[1]) and p.returncode != 0]
+    assert failures == [] and [p.returncode for p in procs] == [0, 0, 0]
+    assert _tables(empty_db_url) == TABLES | {"alembic_version"}

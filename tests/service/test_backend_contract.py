@@ -1,5 +1,7 @@
-"""The ClusterBackend contract, run against every implementation: the local backend (real processes) and the
-in-memory fake the service tests use as a boundary mock (so the fake cannot drift from the real thing)."""
+"""The ClusterBackend contract, run against every implementation: the local backend (real processes), the
+in-memory fake the service tests use as a boundary mock (so the fake cannot drift from the real thing), and the
+Kubernetes backend - against the API mock and cluster simulator, or a real cluster when ``CRATER_TEST_KUBECONFIG``
+is set (``tests/kube_backends.py``, docs/kubernetes-backend.md)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ import pytest
 from crater_app.cluster.base import CAPABILITIES, Changes, ClusterBackend, Placement
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.quota import Quota, parse_quota
+from crater_app.cluster.kube.backend import KubernetesBackend
 from crater_app.cluster.local import LocalBackend
+from tests import kube_backends
 from tests.conftest import A100, gpu_devices, kill_backend_processes
 from tests.fakes import FakeBackend
-from tests.helpers import wait_for, within, workload
+from tests.helpers import gang, wait_for, within, workload
 
 
-@pytest.fixture(params=["local", "fake"])
+@pytest.fixture(params=["local", "fake", "kubernetes"])
 def backend(request, tmp_path):
     if request.param == "local":
         # A grace long enough for SIGTERM to end a job on a loaded machine too (SIGKILL is tested with the limits).
@@ -25,8 +29,17 @@ def backend(request, tmp_path):
         yield be
         kill_backend_processes(tmp_path / "data")
         be._conn.close()
+    elif request.param == "kubernetes":
+        yield from kube_backends.contract_backend(request)
     else:
         yield FakeBackend(gpu_devices(4))
+
+
+def crater_places(backend: ClusterBackend) -> None:
+    """Skip a test of Crater's own placement (its queue order, backfill estimates and their messages): on
+    Kubernetes, Volcano's scheduler places workloads and says why one waits."""
+    if isinstance(backend, KubernetesBackend):
+        pytest.skip("Volcano places the workloads of the Kubernetes backend")
 
 
 P = JobPhase
@@ -128,6 +141,7 @@ def test_running_workloads_hold_their_devices(backend):
 
 
 def test_gang_placement_waits_with_the_shortfall(backend):
+    crater_places(backend)
     a, b = workload("sleep 30", gpus=2), workload("sleep 30", gpus=3, at=1)
     backend.create(a)
     backend.create(b)
@@ -141,6 +155,7 @@ def test_gang_placement_waits_with_the_shortfall(backend):
 
 
 def test_backfill_a_bounded_job_uses_an_idle_device_ahead_of_a_blocked_one(backend):
+    crater_places(backend)
     running = workload("sleep 30", gpus=3, max_runtime=600)
     backend.create(running)
     until_state(backend, running.uid, {P.RUNNING})
@@ -185,6 +200,7 @@ def test_a_finished_uid_runs_again_for_its_next_attempt(backend):
 
 
 def test_priority_first(backend):
+    crater_places(backend)
     blocker = workload("sleep 30", gpus=4)
     backend.create(blocker)
     until_state(backend, blocker.uid, {P.RUNNING})
@@ -200,8 +216,9 @@ def test_priority_first(backend):
 def test_cancel_pending_is_immediate(backend):
     blocker, w = workload("sleep 30", gpus=4), workload("sleep 30", gpus=1, at=1)
     backend.create(blocker)
-    backend.create(w)
     until_state(backend, blocker.uid, {P.RUNNING})
+    backend.create(w)  # after the blocker runs: Volcano orders jobs made in the same second by uid, not by arrival
+    backend.tick()
     backend.cancel(w.uid, "not needed")
     st = backend.status(w.uid)
     assert st.phase == P.CANCELLED and st.started_at is None and st.finished_at is not None
@@ -230,9 +247,10 @@ def test_a_cancel_with_a_code_ends_with_that_code(backend, running):
     blocker = workload("sleep 30", gpus=4)
     w = workload(["sleep", "30"], gpus=1) if running else workload("sleep 30", gpus=1, at=1)
     backend.create(w if running else blocker)
-    if not running:
-        backend.create(w)
     until_state(backend, w.uid if running else blocker.uid, {P.RUNNING})
+    if not running:  # after the blocker runs: Volcano orders jobs made in the same second by uid, not by arrival
+        backend.create(w)
+        backend.tick()
     backend.cancel(w.uid, "cancelled by alice", code="job.cancelled_by", args={"user": "alice"})
     st = until_state(backend, w.uid, {P.CANCELLED}, timeout=5)
     assert (st.code, st.args, st.message) == ("job.cancelled_by", {"user": "alice"}, "cancelled by alice")
@@ -288,8 +306,11 @@ def test_a_cursor_of_another_backend_asks_for_a_relist(backend, tmp_path):
     w = workload("exit 0")
     backend.create(w)
     cursor = watch(backend).cursor
-    other = (LocalBackend(tmp_path / "other", devices=gpu_devices(1)) if isinstance(backend, LocalBackend)
-             else FakeBackend(gpu_devices(1)))
+    if isinstance(backend, KubernetesBackend):
+        other = kube_backends.another(backend)  # another Crater process on the same cluster
+    else:
+        other = (LocalBackend(tmp_path / "other", devices=gpu_devices(1)) if isinstance(backend, LocalBackend)
+                 else FakeBackend(gpu_devices(1)))
     other.create(workload("exit 0"))
     assert other.changes(cursor).relist
 
@@ -304,6 +325,7 @@ def test_adopt_is_safe_to_call(backend):
 
 
 def test_extending_the_holder_moves_the_expected_start_of_the_job_it_blocks(backend):
+    crater_places(backend)
     running = workload("sleep 30", gpus=4, max_runtime=600)
     backend.create(running)
     until_state(backend, running.uid, {P.RUNNING})
@@ -335,3 +357,116 @@ def test_extend_moves_the_deadline(backend):
     assert backend.status(w.uid).phase == P.FAILED
     with pytest.raises(KeyError):
         backend.extend("nope", 60)
+
+
+# -- workloads of several replicas --------------------------------------------------------------------------------
+#: what each replica of the DDP-style gangs below prints: its rendezvous variables (Volcano's pytorch/svc plugins)
+SAY = "echo rank=$RANK world=$WORLD_SIZE addr=$MASTER_ADDR port=$MASTER_PORT index=$VC_TASK_INDEX" \
+      " workers=$VC_WORKER_HOSTS num=$VC_WORKER_NUM"
+
+
+def _replicas(st):
+    return [(r.task, r.replica, r.phase) for r in st.replicas]
+
+
+def _said(backend, uid, task, replica):
+    text = wait_for(lambda: "rank=" in (t := backend.read_logs(uid, task=task, replica=replica)) and t, 5,
+                    step=backend.tick, what=f"{task}-{replica} printed its variables")
+    return dict(word.split("=", 1) for word in text.split("rank=", 1)[1].join(["rank=", ""]).split())
+
+
+def test_a_gang_starts_whole_with_its_devices_logs_and_rendezvous_per_replica(backend):
+    if isinstance(backend, KubernetesBackend):
+        pytest.skip("rendezvous on 127.0.0.1 is the local backend's: on a cluster Volcano's svc plugin names the pods")
+    w = gang(("master", 1, f"{SAY}; sleep 30", 1), ("worker", 2, f"{SAY}; sleep 30", 1), kind="pytorch")
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.RUNNING})
+    [node] = backend.inventory()
+    assert st.placements == (Placement("master", 0, node.name, (0,)), Placement("worker", 0, node.name, (1,)),
+                             Placement("worker", 1, node.name, (2,))), "split per replica in task order"
+    assert _replicas(st) == [("master", 0, "Running"), ("worker", 0, "Running"), ("worker", 1, "Running")]
+    assert node.allocations == {0: w.uid, 1: w.uid, 2: w.uid}
+    seen = {(t, i): _said(backend, w.uid, t, i) for t, i in [("master", 0), ("worker", 0), ("worker", 1)]}
+    assert [seen[k]["rank"] for k in sorted(seen)] == ["0", "1", "2"], "master 0, worker i -> i + 1"
+    assert {v["world"] for v in seen.values()} == {"3"} and {v["addr"] for v in seen.values()} == {"127.0.0.1"}
+    ports = {v["port"] for v in seen.values()}
+    assert len(ports) == 1 and 0 < int(ports.pop()) < 65536, "one MASTER_PORT for the whole gang"
+    assert [seen[k]["index"] for k in sorted(seen)] == ["0", "0", "1"]
+    assert {(v["workers"], v["num"]) for v in seen.values()} == {("127.0.0.1,127.0.0.1", "2")}
+    assert backend.read_logs(w.uid, task="worker", replica=2) == "", "no such replica"
+    backend.cancel(w.uid, "by test")
+    assert backend.status(w.uid).phase in (P.STOPPING, P.CANCELLED)
+    st = until_state(backend, w.uid, {P.CANCELLED})
+    assert all(r.phase != "Running" for r in st.replicas), _replicas(st)
+    assert backend.inventory()[0].allocations == {}
+
+
+def test_a_gang_that_does_not_fit_starts_no_replica(backend):
+    crater_places(backend)
+    blocker = workload("sleep 30", gpus=2)
+    backend.create(blocker)
+    until_state(backend, blocker.uid, {P.RUNNING})
+    w = gang(("worker", 3, "sleep 30", 1), at=1)
+    backend.create(w)
+    backend.tick()
+    st = backend.status(w.uid)
+    assert st.phase == P.QUEUED and st.placements == ()
+    assert _replicas(st) == [("worker", i, "Pending") for i in range(3)]
+    assert st.args["request"] == {"nvidia.com/gpu": 3}, "placed as one request of the whole gang"
+    backend.cancel(blocker.uid, "make room")
+    st = until_state(backend, w.uid, {P.RUNNING})
+    assert sorted(d for p in st.placements for d in p.devices) == [0, 1, 2]
+
+
+def test_the_task_that_ends_the_job_ends_it_and_the_others_are_stopped(backend):
+    w = gang(("master", 1, "echo done; exit 0", 0, True), ("worker", 2, "sleep 30", 0))
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.SUCCEEDED})
+    assert st.exit_code == 0 and st.code == "replicas.task_completed" and st.args == {"task": "master"}
+    assert _replicas(st)[0] == ("master", 0, "Succeeded")
+    assert all(r.phase == "Failed" and r.exit_code is not None for r in st.replicas[1:]), "stopped"
+    assert "done" in backend.read_logs(w.uid)
+
+
+def test_a_failed_replica_fails_the_gang_and_stops_the_others(backend):
+    w = gang(("master", 1, "sleep 30", 0), ("worker", 2, "sleep 0.2; exit 3", 0))
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.FAILED})
+    assert (st.code, st.exit_code) == ("replicas.failed", 3)
+    assert st.args in ({"task": "worker", "replica": 0, "exit_code": 3}, {"task": "worker", "replica": 1,
+                                                                           "exit_code": 3})
+    assert ("master", 0, "Failed") in _replicas(st), "the master was stopped"
+
+
+def test_a_failed_replica_is_ignored_under_ignore(backend):
+    w = gang(("worker", 3, "sleep 0.3; exit 0", 0), ("flaky", 1, "exit 3", 0), restart_policy="ignore",
+             min_available=3)
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.SUCCEEDED})
+    assert ("flaky", 0, "Failed") in _replicas(st) and st.exit_code == 0
+    assert st.code == "replicas.completed" and st.args == {"replicas": 4, "succeeded": 3}
+
+
+def test_every_replica_succeeding_ends_the_gang(backend):
+    w = gang(("worker", 2, "sleep 0.2; echo ok", 0))
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.SUCCEEDED})
+    assert _replicas(st) == [("worker", 0, "Succeeded"), ("worker", 1, "Succeeded")]
+    assert [backend.read_logs(w.uid, task="worker", replica=i) for i in (0, 1)] == ["ok\n", "ok\n"]
+
+
+def test_restart_starts_the_whole_gang_again_up_to_max_retry(backend):
+    w = gang(("worker", 2, "echo run; exit 4", 0), restart_policy="restart", max_retry=1)
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.FAILED})
+    assert (st.code, st.exit_code) == ("replicas.failed", 4)
+    assert {r.restarts for r in st.replicas} == {1}
+    assert backend.read_logs(w.uid, task="worker", replica=0).count("run") == 2, "ran twice: its log goes on"
+
+
+def test_restart_applies_to_a_workload_of_one_replica_too(backend):
+    w = replace(workload("echo try; exit 5"), restart_policy="restart", max_retry=2)
+    backend.create(w)
+    st = until_state(backend, w.uid, {P.FAILED})
+    assert st.exit_code == 5 and [r.restarts for r in st.replicas] == [2]
+    assert backend.read_logs(w.uid).count("try") == 3

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from crater_app.cluster.base import Task, Workload
+from crater_app.cluster.base import Port, Task, Workload
 from crater_app.cluster.kube.backend import KubernetesBackend
 from crater_app.cluster.kube.object_names import job_name, project_queue_name
 from crater_app.cluster.kube.options import KubeOptions
@@ -232,3 +232,38 @@ def test_inventory_from_the_nodes_and_pods(kube, kube_cluster):
     kube_cluster.cordon("node-2")
     wait_for(lambda: [n.schedulable for n in be.capacity()] == [True, False])
     assert be.capacity()[1].conditions == ("cordoned",) and be.capacity()[0].allocations == {}
+
+
+def test_per_project_namespaces_are_made_with_a_default_deny_policy(kube_api, kube_client, kube_cluster):
+    options = KubeOptions(namespace_mode="per-project")
+    be = KubernetesBackend(options, kube_client)
+    try:
+        be.adopt()
+        be.ensure_queue("vision", parse_quota({"capability": {"nvidia.com/gpu": 8}}))
+        w = make_workload("exit 0")
+        be.create(w)
+        [ns] = [n for n in kube_api.store.list("", "namespaces")[0] if n["metadata"]["name"].startswith("crater-")]
+        assert ns["metadata"]["labels"]["crater.io/project"] == "vision"
+        policies = kube_api.store.list("networking.k8s.io", "networkpolicies", ns["metadata"]["name"])[0]
+        deny = [p for p in policies if p["spec"].get("podSelector") == {} and "Ingress" in p["spec"]["policyTypes"]]
+        assert deny, "a default-deny policy"
+        done = until(be, kube_cluster, w.uid, {JobPhase.SUCCEEDED})
+        assert done.exit_code == 0
+    finally:
+        be.close()
+
+
+def test_a_session_has_its_service_among_its_manifests(kube, kube_api, kube_cluster):
+    from tests.kube_schemas import validate
+
+    be = kube()
+    task = Task(name="main", replicas=1, image="jupyter/base", command=("sh", "-c", "sleep 30"),
+                resources=ResourceList(cpu_m=500, memory_bytes=1 << 30), ports=(Port("http", 8888),))
+    w = make_workload(tasks=(task,), kind="interactive")
+    be.create(w)
+    until(be, kube_cluster, w.uid, {JobPhase.RUNNING})
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in be.manifests(w.uid)]
+    assert kinds == [("Job", job_name(w.uid)), ("Service", f"{job_name(w.uid)}-session")]
+    assert kube_api.store.peek("", "services", NS, f"{job_name(w.uid)}-session") is not None
+    for obj in be.manifests(w.uid):
+        validate(obj)

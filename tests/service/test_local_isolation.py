@@ -20,7 +20,7 @@ from crater_app.cluster.local import LocalBackend
 from crater_app.cluster.local.accounts import DEFAULT_UID_RANGE, tools_available
 from crater_app.domain.naming import safe_slug
 from tests.conftest import gpu_devices, kill_backend_processes
-from tests.helpers import wait_for, workload, with_task
+from tests.helpers import gang, wait_for, workload, with_task
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not tools_available(),
                                 reason="isolation needs root and useradd/groupadd")
@@ -276,3 +276,15 @@ def test_an_account_named_by_an_earlier_scheme_keeps_its_name(isolated):
     new = _as("Zoé", "id -un")
     assert _run(be, new).raw_state == "Succeeded"
     assert be.read_logs(new.uid).split() == [f"{prefix}{safe_slug('Zoé', 32 - len(prefix))}"]
+
+
+def test_the_replicas_of_a_gang_run_as_their_users_account_and_read_their_host_files(isolated):
+    build, _ = isolated
+    be = build()
+    w = replace(gang(("worker", 2, "id -u; cat $CRATER_HOSTS_DIR/worker.host; echo", 0)), user="alice")
+    st = _run(be, w)
+    assert st.raw_state == "Succeeded", [be.read_logs(w.uid, task="worker", replica=i) for i in (0, 1)]
+    logs = [be.read_logs(w.uid, task="worker", replica=i).split() for i in (0, 1)]
+    assert logs[0][0] == logs[1][0] and int(logs[0][0]) not in (0, os.geteuid()), "the user's own account"
+    assert [log[1:] for log in logs] == [["127.0.0.1", "127.0.0.1"]] * 2
+    assert stat.S_IMODE((be.job_dir(w.uid) / "logs").stat().st_mode) == 0o700, "the logs are root's"

@@ -19,7 +19,7 @@ import pytest
 from crater_app import i18n
 from crater_app.bootstrap import make_backend
 from crater_app.cluster.local import LocalBackend
-from crater_app.cluster.local.backend import STALE_CGROUP_S
+from crater_app.cluster.local.supervisor import STALE_CGROUP_S
 from crater_app.cluster.local import cgroups as cg
 from crater_app.cluster.local.outcomes import Limits
 from crater_app.domain.errors import InvalidInput
@@ -278,7 +278,7 @@ def test_the_runner_stays_outside_the_jobs_cgroup(backends, tmp_path):
     be.create(w)
     wait_for(ready.exists, 10, step=be.tick, what="the job runs")
     pids = _cgroup_of(be, w.uid).pids()
-    runner = be._children[w.uid].pid
+    runner = be._supervisor.children[w.uid][("main", 0)].pid
     assert pids and runner not in pids
     assert all(os.getpgid(pid) == runner for pid in pids), "the job is in the runner's process group"
     flag.touch()

@@ -201,3 +201,18 @@ def test_a_job_whose_create_failed_reaches_the_backend_with_the_periodic_repair(
     assert fake.status(job.uid) is not None
     assert "Resubmitted" in [e.reason for e in events(ctx, job.id)]
     drive_until(loop, job.id, "Running")
+
+
+def test_a_gang_that_starts_again_says_so_on_its_timeline(fake_world):
+    """restart_policy ``restart``: the phase stays Running while the gang starts again; the restart is an event."""
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, {
+        "name": "flaky", "tasks": [{"name": "worker", "replicas": 2, "command": ["sh", "-c", "exit 4"]}],
+        "restart_policy": "restart", "max_retry": 1})
+    row = drive_until(loop, job.id, "Failed")
+    restarts = [e for e in events(ctx, job.id) if e.reason in ("Restarting", "Restarted")]
+    assert restarts and all(e.phase == "Running" for e in restarts)
+    assert any(e.code == "replicas.restarted" and e.args["restart"] == 1 and e.args["max_retry"] == 1
+               for e in restarts)
+    assert row.phase == "Failed"

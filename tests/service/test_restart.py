@@ -25,7 +25,7 @@ def _crash(ctx, loop) -> None:
     loop.ctx = None
     ctx.engine.dispose()
     ctx.backend._conn.close()
-    ctx.backend._children.clear()
+    ctx.backend._supervisor.children.clear()
 
 
 def test_running_job_is_readopted_after_a_restart(make_ctx, tmp_path):

@@ -92,7 +92,8 @@ def test_every_reason_the_services_write_has_a_word_in_both_languages():
             written |= set(re.findall(r"""\breason="([A-Z][A-Za-z]+)\"""", text))
             # event_row(job_id, phase, "Reason", ...) and ("Submitted", f"submitted by ...") pairs of an event list
             written |= set(re.findall(r"""event_row\([^,()]+,\s*[^,()]+,\s*"([A-Z][A-Za-z]+)\"""", text))
-            written |= set(re.findall(r"""\(\s*"([A-Z][a-z]+[A-Z]?[A-Za-z]*)",\s*f?["'(]""", text))
+            if "kube" not in path.parts:  # the Kubernetes modules' tuples are API words (PodEvicted, Always)
+                written |= set(re.findall(r"""\(\s*"([A-Z][a-z]+[A-Z]?[A-Za-z]*)",\s*f?["'(]""", text))
     assert {"RuntimeExtended", "Approved", "Rejected", "Started"} <= written, "the scan found too few reasons"
     for lang in i18n.LANGUAGES:
         table = i18n.messages(lang)

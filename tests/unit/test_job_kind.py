@@ -18,7 +18,7 @@ def test_defaults_and_accepted_values():
 
 
 @pytest.mark.parametrize("raw, field, words", [
-    ({"kind": "service"}, "kind", "must be one of batch, interactive"),
+    ({"kind": "service"}, "kind", "must be one of batch, pytorch, mpi, interactive"),
     ({"kind": 1}, "kind", "kind"),
     ({"preemptible": "yes"}, "preemptible", "preemptible"),
     ({"preemptible": 1}, "preemptible", "preemptible"),

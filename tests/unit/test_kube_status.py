@@ -75,8 +75,12 @@ CASES = [
      (JobPhase.RUNNING, "Completing", "kube.completing", None)),
     ("Completed", job("Completed"), [pod(phase="Succeeded", terminated={"exitCode": 0, "reason": "Completed"})],
      None, False, (JobPhase.SUCCEEDED, "Completed", "kube.completed", 0)),
+    ("Completed, a pod's end not seen yet", job("Completed"), [pod()], None, False,
+     (JobPhase.RUNNING, "Completing", "kube.completing", None)),
+    ("Failed, a pod's end not seen yet", job("Failed"), [pod()], None, False,
+     (JobPhase.STOPPING, "Failed", "kube.stopping", None)),
     ("Failed: exit code", job("Failed"), [pod(phase="Failed", terminated={"exitCode": 3, "reason": "Error"})], None,
-     False, (JobPhase.FAILED, "Error", "kube.exited", 3)),
+     False, (JobPhase.FAILED, "Error", "replicas.failed", 3)),
     ("Failed: OOMKilled", job("Failed"), [pod(phase="Failed", terminated={"exitCode": 137, "reason": "OOMKilled"})],
      None, False, (JobPhase.FAILED, "OOMKilled", "kube.oom_killed", 137)),
     ("Failed: killed by a signal", job("Failed"), [pod(phase="Failed", terminated={"exitCode": 137,
@@ -201,3 +205,35 @@ def test_messages_render_in_both_languages():
         st = workload_status("u1", j, ps, accelerators=GPU, stop=stop, deleted=deleted)
         zh = i18n.render("zh-CN", f"event.{st.code}", st.args, fallback="")
         assert zh and "{" not in zh, name
+
+
+def test_a_completed_job_says_which_task_ended_it_or_how_many_replicas_succeeded():
+    ended = job("Completed", tasks=("master", "worker"))
+    ended["spec"]["tasks"][0].update(replicas=1, policies=[{"event": "TaskCompleted", "action": "CompleteJob"}])
+    ended["spec"]["tasks"][1]["replicas"] = 1
+    done = pod("master", phase="Succeeded", terminated={"exitCode": 0, "reason": "Completed"})
+    st = workload_status("u1", ended, [done], accelerators=GPU)
+    assert (st.code, st.args) == ("replicas.task_completed", {"task": "master"})
+    every = job("Completed", tasks=("worker",))
+    every["spec"]["tasks"][0]["replicas"] = 3
+    pods = [pod("worker", i, phase="Succeeded" if i else "Failed",
+                terminated={"exitCode": 0 if i else 1, "reason": "Completed" if i else "Error"}) for i in range(3)]
+    st = workload_status("u1", every, pods, accelerators=GPU)
+    assert (st.code, st.args) == ("replicas.completed", {"replicas": 3, "succeeded": 2})
+
+
+def test_replicas_of_deleted_pods_and_volcano_retries():
+    from datetime import timedelta
+
+    j = job("Completed", tasks=("master", "worker"), retries=1)
+    j["spec"]["tasks"][0]["replicas"] = j["spec"]["tasks"][1]["replicas"] = 1
+    master = pod("master", phase="Succeeded", terminated={"exitCode": 0, "reason": "Completed"})
+    worker = pod("worker", 0)  # running when Volcano deleted it
+    removed = datetime(2026, 12, 1, 10, 9, tzinfo=timezone.utc)
+    st = workload_status("u1", j, [master], accelerators=GPU,
+                         gone=[(worker, removed, removed + timedelta(seconds=30))])
+    assert [(r.task, r.phase, r.exit_code, r.restarts) for r in st.replicas] == [
+        ("master", "Succeeded", 0, 1), ("worker", "Failed", 143, 1)]
+    late = workload_status("u1", j, [master], accelerators=GPU,
+                           gone=[(worker, removed, removed - timedelta(seconds=1))])
+    assert late.replicas[1].exit_code == 137, "removed after its grace: SIGKILL"

@@ -34,7 +34,7 @@ def test_the_scan_finds_the_sites():
     assert {"error.project.not_found", "error.page.out_of_range", "oplog.project.member_set",
             "notify.approval.approved", "event.approval.runtime_extended", "approval.target.job",
             "event.local.oom_killed", "event.local.account_tool", "error.admission.over_share", "hold.fairshare",
-            "error.job.never_fits_cpu", "event.placement.queued_unbounded", "hold.preempted_exhausted",
+            "error.job.replica_never_fits_cpu", "event.placement.queued_unbounded", "hold.preempted_exhausted",
             "error.job.field_boolean"} <= keys
     checks = {s.check for sites in SITES.values() for s in sites}
     assert {CODE_ONLY, COVERS} <= checks
@@ -79,7 +79,7 @@ def test_the_literal_forms_and_what_escapes_them():
         "crater_app/services/example.py:1: the code is not a literal: keywords spread from a mapping")
     assert _scan_of('event_row(1, "Held", "Held", "job.cancelled_by", who)\n') == [
         "crater_app/services/example.py:1: event.job.cancelled_by: the arguments are not literal names"]
-    rule = "def never_fits(req):\n    return problem\n"
+    rule = "def waiting_reason(req):\n    return problem\n"
     assert _scan_of(rule, "crater_app/domain/placement.py")[0].startswith(
         "crater_app/domain/placement.py:2: the code is not a literal: a rule's return is not a literal tuple")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from crater_app.domain.errors import Unschedulable
-from crater_app.domain.placement import Capacity, FreeDevice, Request, never_fits, place, queue_order
+from crater_app.domain.placement import Capacity, FreeDevice, Request, place, queue_order
 
 GPU = "nvidia.com/gpu"
 A100, H100 = "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"
@@ -105,33 +104,3 @@ def test_place_is_pure():
     place(requests, capacity)
     assert capacity.devices == (FreeDevice(0, GPU, A100),) and requests == [req("a", 1)]
 
-
-# -- never_fits ----------------------------------------------------------------------------------
-DEVICES = [(GPU, A100)] * 4
-
-
-def test_never_fits_too_many_devices_names_the_numbers():
-    field, code, args = never_fits(req("x", 8), 16000, 64 * GiB, DEVICES)
-    assert (field, code, args) == ("resources.nvidia.com/gpu", "job.never_fits_devices", {"request": {GPU: 8}, "have": 4})
-    assert Unschedulable(code, field, **args).message == (
-        "requested 8 × nvidia.com/gpu; this machine has 4; the job could never start")
-
-
-def test_never_fits_unknown_model():
-    field, code, args = never_fits(req("x", 1, model=H100), 16000, 64 * GiB, DEVICES)
-    assert (field, code) == ("accelerator_model", "job.never_fits_model")
-    assert f"this machine has 0 of that model (4 × {A100})" in Unschedulable(code, field, **args).message
-    assert never_fits(req("x", 1, model=H100), 16000, 64 * GiB, [])[1] == "job.never_fits_model_absent"
-
-
-def test_never_fits_cpu_and_memory():
-    assert never_fits(req("x", cpu_m=32000), 16000, 64 * GiB, DEVICES) == (
-        "resources.cpu", "job.never_fits_cpu", {"request": 32000, "have": 16000})
-    field, code, args = never_fits(req("x", mem=128 * GiB), 16000, 64 * GiB, DEVICES)
-    message = Unschedulable(code, field, **args).message
-    assert field == "resources.memory" and "128 GiB" in message and "64 GiB" in message
-
-
-def test_never_fits_none_when_it_can_fit_and_no_devices_means_none():
-    assert never_fits(req("x", 4, model=A100, cpu_m=16000, mem=64 * GiB), 16000, 64 * GiB, DEVICES) is None
-    assert never_fits(req("x", 1), 16000, 64 * GiB, [])[2] == {"request": {GPU: 1}, "have": 0}

@@ -1,4 +1,5 @@
-"""``/api/v1/jobs``: submit (JSON or YAML), list, read, cancel, resubmit, logs and events (DESIGN.md §2)."""
+"""``/api/v1/jobs``: submit (JSON or YAML), list, read, cancel, resubmit and events (DESIGN.md §2; a job's replicas,
+logs and manifest: :mod:`crater_app.api.routes.replicas`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import PlainTextResponse
 
 from crater_app.api import docs
 from crater_app.api.body import decode_documents, one_document
@@ -77,15 +77,6 @@ async def cancel_job(id: ObjectId, request: Request, c: CtxDep, a: CurrentActor)
 async def resubmit_job(id: ObjectId, c: CtxDep, a: CurrentActor) -> Response:
     """Submit a copy of the job as a new job."""
     return json_response(await run_in_threadpool(jobs.resubmit_job, c, a, id), 201)
-
-
-@router.get("/jobs/{id}/logs", response_class=PlainTextResponse)
-async def job_logs(
-    id: ObjectId, c: CtxDep, a: CurrentActor,
-    tail_bytes: Annotated[int, Query(ge=1, le=jobs.MAX_LOG_TAIL_BYTES)] = 65536,
-) -> Response:
-    """The last ``tail_bytes`` of the job's stdout+stderr, as text."""
-    return PlainTextResponse(await run_read(jobs.job_logs, c, a, id, tail_bytes))
 
 
 @router.get("/jobs/{id}/events", response_model=list[JobEventPublic])

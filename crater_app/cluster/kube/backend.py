@@ -1,6 +1,7 @@
 """The Kubernetes backend: :class:`KubernetesBackend`, a ``ClusterBackend`` of Volcano Jobs and Queues.
 
-Reads come from caches fed by list-then-watch reflectors (:mod:`.watching`: vcjobs, pods, events, nodes, queues),
+Reads come from caches fed by list-then-watch reflectors (:mod:`.watching`: vcjobs, pods, events, nodes, queues;
+a re-list after ``410 Gone`` reports its differences as events),
 never from a call on the submit path; every change a watch brings is turned into the workload's status
 (:mod:`.status`) and, when it differs from the last one, logged (:mod:`.changes`). Writes are the API calls of
 :mod:`.calls`: ``create`` POSTs the Volcano Job (and a session's Service); ``cancel`` records the stop on the Job
@@ -36,7 +37,8 @@ from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.queue_manifest import project_queues
 from crater_app.cluster.kube.queues import QueueSync
 from crater_app.cluster.kube.records import CREATED, PENDING, REFUSED, REPLACING, Record, records_from_jobs
-from crater_app.cluster.kube.status import ANNOTATION_MAX_RUNTIME, ANNOTATION_STOP, STOP_CANCEL, STOP_DEADLINE, Stop
+from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, ANNOTATION_STOP, STOP_CANCEL, STOP_DEADLINE, Stop,
+                                            attempt_of)
 from crater_app.domain.errors import CraterError
 from crater_app.domain.quota import Quota
 
@@ -57,7 +59,7 @@ class KubernetesBackend:
     Args:
         options: the builders' settings (:class:`KubeOptions`; ``pod_deadlines`` is turned off).
         api_client: a configured :class:`kubernetes.client.ApiClient` (:func:`.client.make_api_client`).
-        watch: start the reflectors now (``False``: the caller feeds :meth:`on_event`/:meth:`on_relist`).
+        watch: start the reflectors now (``False``: the caller feeds :meth:`on_event`).
         clock: seconds (``time.time``), for deadlines and back-off.
     """
 
@@ -69,7 +71,7 @@ class KubernetesBackend:
                  clock: Callable[[], float] = time.time) -> None:
         self.options = dataclasses.replace(options, pod_deadlines=False)
         self.calls = Calls(api_client)
-        self.cache = ClusterCache()
+        self.cache = ClusterCache(self.options.accelerators)
         self.log = ChangeLog()
         self.records: dict[str, Record] = {}
         self.queues = QueueSync(self.calls, self._cached_queue)
@@ -80,7 +82,7 @@ class KubernetesBackend:
         if watch:
             from crater_app.cluster.kube.watching import Watches
 
-            self._watches = Watches(api_client, self.options, self.on_event, self.on_relist)
+            self._watches = Watches(api_client, self.options, self.on_event)
             self._watches.start()
 
     # -- feeding the caches ------------------------------------------------------------------------------------
@@ -88,12 +90,6 @@ class KubernetesBackend:
         """One watch event of ``kind`` (:data:`.cache.KINDS`): the caches and the touched workloads' statuses."""
         with self._lock:
             self._touched(kind, self.cache.apply(kind, event, obj))
-
-    def on_relist(self, kind: str, objects: list[dict]) -> None:
-        """A full list of ``kind`` (the first list, or a re-list after ``410 Gone``): what changed meanwhile,
-        deletions included, is logged like any other change."""
-        with self._lock:
-            self._touched(kind, self.cache.replace(kind, objects))
 
     def _touched(self, kind: str, uids: set[str]) -> None:
         if kind == kinds.JOBS:
@@ -123,7 +119,8 @@ class KubernetesBackend:
         """Every node with its accelerators and allocations (from the caches)."""
         with self._lock:
             nodes, pods = list(self.cache.nodes.values()), list(self.cache.all_pods.values())
-        return inv.inventory(nodes, pods, self.options)
+            assigned = dict(self.cache.devices)
+        return inv.inventory(nodes, pods, self.options, assigned=assigned)
 
     def capacity(self) -> list[NodeInventory]:
         """Every node without its allocations (from the caches)."""
@@ -141,6 +138,7 @@ class KubernetesBackend:
                 return
             if record is None:
                 record = self.records[workload.uid] = Record.new(workload, self.options)
+            self.cache.gone_pods.pop(workload.uid, None)  # an earlier run's pods say nothing of this one
             self._refresh(record)
         self._push(record)
 
@@ -177,9 +175,15 @@ class KubernetesBackend:
                     except ApiError as exc:
                         if exc.status != 409:
                             raise
-                        posted = None
+                        posted = self.calls.get(obj["kind"], record.namespace, obj["metadata"]["name"])
+                        if obj["kind"] == "Job" and attempt_of(posted) < record.attempt:
+                            with self._lock:  # the earlier run's Job, still being deleted: wait for it to go
+                                record.state, record.stop_sent = REPLACING, False
+                                record.next_try = self._clock() + BACKOFF_S[0]
+                                self._refresh(record)
+                            return
                     with self._lock:
-                        record.posted[obj["kind"]] = posted or obj
+                        record.posted[obj["kind"]] = posted
                 with self._lock:
                     record.state, record.tries, record.error = CREATED, 0, ""
             elif stop is not None and state in (CREATED, REPLACING) and not record.stop_sent:
@@ -231,6 +235,10 @@ class KubernetesBackend:
             if record.final or record.stop is not None:
                 return
             record.max_runtime_s = max_runtime_s
+            for obj in record.manifests[:1]:  # a Job not created yet is created with the new deadline
+                obj["metadata"].setdefault("annotations", {})[ANNOTATION_MAX_RUNTIME] = str(max_runtime_s)
+            if record.state != CREATED:
+                return
         try:
             self.calls.patch("Job", record.namespace, record.name,
                              {"metadata": {"annotations": {ANNOTATION_MAX_RUNTIME: str(max_runtime_s)}}})

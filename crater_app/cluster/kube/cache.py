@@ -1,12 +1,13 @@
 """What the reflectors have seen, indexed for the backend: Volcano Jobs and pods by workload uid (label
 ``crater.io/job-uid``), pods by node, nodes, Queues and the last events per workload. Fed one watch event at a time
-(:meth:`ClusterCache.apply`) or a whole re-list (:meth:`ClusterCache.replace`); each returns the workload uids whose
-objects changed. Not thread-safe by itself: the backend holds its lock around every call.
+(:meth:`ClusterCache.apply`, a re-list's differences included), which returns the workload uids whose objects
+changed. Not thread-safe by itself: the backend holds its lock around every call.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from datetime import datetime, timedelta, timezone
 
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.naming import LABEL_JOB_UID
@@ -17,6 +18,8 @@ KINDS = (JOBS, PODS, NODES, QUEUES, EVENTS)
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 #: events kept per workload
 EVENTS_KEPT = 20
+#: deleted pods kept per workload (for the exit status of a stopped one)
+GONE_KEPT = 64
 
 
 def key_of(obj: dict) -> tuple[str, str]:
@@ -31,18 +34,23 @@ def uid_label(obj: dict) -> str:
 
 
 class ClusterCache:
-    """The backend's view of the cluster (see the module)."""
+    """The backend's view of the cluster (see the module). ``accelerators``: the extended resources counted as
+    devices, in the order a node's devices are numbered (:func:`.inventory.node_devices`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, accelerators: tuple[str, ...] = ()) -> None:
+        self.accelerators = tuple(accelerators)
+        #: pod -> the device indices it was given on its node (kept until the pod is deleted; see :meth:`_assign`)
+        self.devices: dict[tuple[str, str], tuple[int, ...]] = {}
         self.jobs: dict[str, dict] = {}  # uid -> Volcano Job
         self.last_jobs: dict[str, dict] = {}  # uid -> its last Job object, also after it was deleted
         self.pods: dict[str, dict[tuple[str, str], dict]] = {}  # uid -> (ns, name) -> pod
+        self.gone_pods: dict[str, list[tuple[dict, datetime, datetime | None]]] = {}  # uid -> deleted pods
+        self._deleting: dict[tuple[str, str], datetime] = {}  # pod -> when its deletionTimestamp was first seen
         self.all_pods: dict[tuple[str, str], dict] = {}  # every pod bound to a node (inventory)
         self.nodes: dict[str, dict] = {}
         self.queues: dict[str, dict] = {}
         self.events: dict[str, deque] = {}  # uid -> last events about its Job or pods
         self._job_names: dict[tuple[str, str], str] = {}  # (ns, job name) -> uid, for events and unlabelled pods
-        self.synced: set[str] = set()  # kinds listed at least once
 
     def _pod_uid(self, pod: dict) -> str:
         ns, _ = key_of(pod)
@@ -66,18 +74,29 @@ class ClusterCache:
             return {uid}
         if kind == PODS:
             key = key_of(obj)
+            now = datetime.now(timezone.utc)
+            if podinfo.meta(obj).get("deletionTimestamp") and not gone:
+                self._deleting.setdefault(key, now)
             if gone or not (obj.get("spec") or {}).get("nodeName"):
                 self.all_pods.pop(key, None)
+                if gone:
+                    self.devices.pop(key, None)
             else:
                 self.all_pods[key] = obj
+                if key not in self.devices and podinfo.holds_node(obj):
+                    self.devices[key] = self._assign(obj)
             uid = self._pod_uid(obj)
             if not uid:
+                if gone:
+                    self._deleting.pop(key, None)
                 return set()
             pods = self.pods.setdefault(uid, {})
             if gone:
                 pods.pop(key, None)
                 if not pods:
                     self.pods.pop(uid, None)
+                self.gone_pods.setdefault(uid, []).append((obj, now, self._grace_end(key, obj)))
+                del self.gone_pods[uid][:-GONE_KEPT]
             else:
                 pods[key] = obj
             return {uid}
@@ -103,28 +122,49 @@ class ClusterCache:
                 self.events.setdefault(uid, deque(maxlen=EVENTS_KEPT)).append(obj)
         return set()
 
-    def replace(self, kind: str, objects: list[dict]) -> set[str]:
-        """A re-list of ``kind``: what is not in ``objects`` is deleted, the rest applied; the uids touched."""
-        self.synced.add(kind)
-        if kind == JOBS:
-            current = list(self.jobs.values())
-        elif kind == PODS:
-            current = [p for pods in self.pods.values() for p in pods.values()] + list(self.all_pods.values())
-        elif kind == NODES:
-            current = list(self.nodes.values())
-        elif kind == QUEUES:
-            current = list(self.queues.values())
-        else:
-            return set()
-        keep = {key_of(o) for o in objects}
-        touched: set[str] = set()
-        for old in current:
-            if key_of(old) not in keep:
-                touched |= self.apply(kind, DELETED, old)
-        for obj in objects:
-            touched |= self.apply(kind, MODIFIED, obj)
-        return touched
+    def _assign(self, pod: dict) -> tuple[int, ...]:
+        """Device indices for a pod just bound: those Volcano's ``volcano.sh/gpu-index`` names, else, per
+        accelerator resource, the lowest of that resource's indices on the node no other pod holding the node has
+        (the API does not say which device a pod got; kept for the pod's life, so indices never move)."""
+        if (podinfo.meta(pod).get("annotations") or {}).get(podinfo.ANNOTATION_GPU_INDEX):
+            return podinfo.devices_of(pod, self.accelerators)
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = self.nodes.get(node_name) or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        used = {i for k, idx in self.devices.items()
+                if (p := self.all_pods.get(k)) is not None and (p.get("spec") or {}).get("nodeName") == node_name
+                and podinfo.holds_node(p) for i in idx}
+        out: list[int] = []
+        offset = 0
+        for resource in self.accelerators:
+            try:
+                count = int(str(allocatable.get(resource, 0)))
+            except ValueError:
+                count = 0
+            want = podinfo.device_count(pod, (resource,))
+            if want:
+                span = range(offset, offset + count) if count else range(offset, offset + want + len(used))
+                out += [i for i in span if i not in used][:want]
+            offset += count
+        return tuple(out)
+
+    def _grace_end(self, key: tuple[str, str], pod: dict) -> datetime | None:
+        """When a deleted pod's grace period ended: its ``deletionTimestamp`` (the API server sets it to the
+        deletion time plus the grace period), or the time its deletion was first seen plus
+        ``deletionGracePeriodSeconds`` where that is later."""
+        seen = self._deleting.pop(key, None)
+        m = podinfo.meta(pod)
+        stamp = podinfo.parse_time(m.get("deletionTimestamp"))
+        grace = m.get("deletionGracePeriodSeconds")
+        by_grace = seen + timedelta(seconds=int(grace)) if seen is not None and isinstance(grace, int) else None
+        ends = [t for t in (stamp, by_grace) if t is not None]
+        return max(ends) if ends else None
 
     def pods_of(self, uid: str) -> list[dict]:
         """The pods of workload ``uid``."""
         return list(self.pods.get(uid, {}).values())
+
+    def gone_of(self, uid: str) -> list[tuple[dict, datetime, datetime | None]]:
+        """The deleted pods of ``uid`` (of its current run: cleared when a run starts) with the time each deletion
+        was seen."""
+        return list(self.gone_pods.get(uid, []))

@@ -19,7 +19,7 @@ A node takes no new work when cordoned (``spec.unschedulable``), not ``Ready``, 
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from kubernetes.utils import parse_quantity
 
@@ -124,10 +124,24 @@ def _allocate(devices: tuple[Device, ...], pods: list[dict], options: KubeOption
     return allocations
 
 
-def node_inventory(node: dict, pods: Iterable[dict], options: KubeOptions, *, with_allocations: bool = True
-                   ) -> NodeInventory:
+def _allocations(devices: tuple[Device, ...], pods: list[dict], options: KubeOptions,
+                 assigned: Mapping[tuple[str, str], tuple[int, ...]]) -> dict[int, str]:
+    known = [p for p in pods if (podinfo.meta(p).get("namespace", ""), podinfo.meta(p).get("name", "")) in assigned]
+    out = {i: _holder(p) for p in known
+           for i in assigned[(podinfo.meta(p).get("namespace", ""), podinfo.meta(p).get("name", ""))]}
+    rest = [p for p in pods if p not in known]
+    if rest:
+        free = tuple(d for d in devices if d.index not in out)
+        out.update(_allocate(free, rest, options))
+    return out
+
+
+def node_inventory(node: dict, pods: Iterable[dict], options: KubeOptions, *, with_allocations: bool = True,
+                   assigned: Mapping[tuple[str, str], tuple[int, ...]] | None = None) -> NodeInventory:
     """One node's :class:`NodeInventory` from its object and the pods bound to it (finished pods are ignored).
-    ``with_allocations`` false leaves ``allocations`` and the requested amounts out (:meth:`capacity`)."""
+    ``with_allocations`` false leaves ``allocations`` and the requested amounts out (:meth:`capacity`);
+    ``assigned`` (pod ``(namespace, name)`` -> device indices, the backend's record of them) wins over
+    :func:`_allocate`'s choice for the pods it names."""
     m = podinfo.meta(node)
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     devices = node_devices(node, options)
@@ -137,14 +151,15 @@ def node_inventory(node: dict, pods: Iterable[dict], options: KubeOptions, *, wi
     return NodeInventory(
         name=m.get("name", ""), cpu_m=_amount(allocatable.get("cpu", 0), 1000),
         memory_bytes=_amount(allocatable.get("memory", 0)), devices=devices, source="kubernetes",
-        allocations=_allocate(devices, held, options) if held else {},
+        allocations=_allocations(devices, held, options, assigned or {}) if held else {},
         cpu_m_allocated=sum(c for c, _ in requests), memory_bytes_allocated=sum(b for _, b in requests),
         enforcement={"cpu": "kubelet", "memory": "kubelet"}, isolation="container",
         schedulable=not conditions, conditions=conditions, labels=dict(m.get("labels") or {}))
 
 
 def inventory(nodes: Iterable[dict], pods: Iterable[dict], options: KubeOptions, *,
-              with_allocations: bool = True) -> list[NodeInventory]:
+              with_allocations: bool = True, assigned: Mapping[tuple[str, str], tuple[int, ...]] | None = None
+              ) -> list[NodeInventory]:
     """Every node's :func:`node_inventory`, sorted by name; ``pods`` all pods (grouped by ``spec.nodeName``)."""
     by_node: dict[str, list[dict]] = {}
     if with_allocations:
@@ -153,5 +168,5 @@ def inventory(nodes: Iterable[dict], pods: Iterable[dict], options: KubeOptions,
             if node:
                 by_node.setdefault(node, []).append(p)
     out = [node_inventory(n, by_node.get(podinfo.meta(n).get("name", ""), []), options,
-                          with_allocations=with_allocations) for n in nodes]
+                          with_allocations=with_allocations, assigned=assigned) for n in nodes]
     return sorted(out, key=lambda n: n.name)

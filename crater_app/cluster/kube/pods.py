@@ -174,19 +174,21 @@ def pod_facts(pod: dict) -> PodFacts:
     return PodFacts(status.get("reason") or "", status.get("message") or "", **common)
 
 
-def replica_status(pod: dict) -> ReplicaStatus:
+def replica_status(pod: dict, facts: PodFacts | None = None) -> ReplicaStatus:
     """One pod as a :class:`ReplicaStatus`: task, index, the pod's phase (``Pending`` when it has none yet), node,
-    exit code, reason and message (:func:`pod_facts`), restarts."""
-    facts = pod_facts(pod)
+    exit code, reason and message (``facts``, :func:`pod_facts` when not given), restarts."""
+    facts = facts or pod_facts(pod)
     return ReplicaStatus(task=task_of(pod), replica=index_of(pod),
                          phase=(pod.get("status") or {}).get("phase") or "Pending",
                          node=(pod.get("spec") or {}).get("nodeName") or "", exit_code=facts.exit_code,
                          reason=facts.reason, message=facts.message, restarts=facts.restarts)
 
 
-def placement_of(pod: dict, accelerators: Iterable[str]) -> Placement | None:
-    """Where a bound pod runs (task, index, node, :func:`devices_of`), or ``None`` before it is bound."""
+def placement_of(pod: dict, accelerators: Iterable[str], devices: tuple[int, ...] | None = None) -> Placement | None:
+    """Where a bound pod runs (task, index, node, ``devices`` - the backend's record of them - else
+    :func:`devices_of`), or ``None`` before it is bound."""
     node = (pod.get("spec") or {}).get("nodeName")
     if not node:
         return None
-    return Placement(task=task_of(pod), replica=index_of(pod), node=node, devices=devices_of(pod, accelerators))
+    return Placement(task=task_of(pod), replica=index_of(pod), node=node,
+                     devices=devices if devices is not None else devices_of(pod, accelerators))

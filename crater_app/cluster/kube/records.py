@@ -13,15 +13,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from crater_app.cluster.base import Workload, WorkloadStatus
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.cluster.kube.cache import ClusterCache
-from crater_app.cluster.kube.job_manifest import volcano_job
+from crater_app.cluster.kube.job_manifest import workload_objects
 from crater_app.cluster.kube.object_names import ANNOTATION_PROJECT
 from crater_app.cluster.kube.options import KubeOptions
-from crater_app.cluster.kube.session_manifest import session_service
-from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, Stop, attempt_of, say, workload_status)
+from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, Stop, attempt_of, pending_replicas, say,
+                                            workload_status)
 from crater_app.domain.errors import CraterError
 from crater_app.domain.jobs import JobPhase
 
@@ -29,18 +30,15 @@ PENDING, CREATED, REPLACING, REFUSED = "pending", "created", "replacing", "refus
 
 
 def build(workload: Workload, options: KubeOptions) -> list[dict]:
-    """The objects of ``workload``: its Volcano Job (with the ``crater.io/max-runtime-s`` annotation when it has a
-    deadline) and, for an ``interactive`` one, its Service.
+    """The objects of ``workload`` (:func:`~crater_app.cluster.kube.job_manifest.workload_objects`: its Volcano Job,
+    and a session's Service), the Job with the ``crater.io/max-runtime-s`` annotation when it has a deadline.
 
     Raises:
         InvalidInput, ValueError: what the builders raise for a workload they cannot express.
     """
-    job = volcano_job(workload, options)
+    objects = workload_objects(workload, options)
     if workload.max_runtime_s:
-        job["metadata"].setdefault("annotations", {})[ANNOTATION_MAX_RUNTIME] = str(workload.max_runtime_s)
-    objects = [job]
-    if workload.kind == "interactive":
-        objects.append(session_service(workload, options))
+        objects[0]["metadata"].setdefault("annotations", {})[ANNOTATION_MAX_RUNTIME] = str(workload.max_runtime_s)
     return objects
 
 
@@ -135,32 +133,36 @@ class Record:
         return last.phase == JobPhase.RUNNING and now >= last.started_at.timestamp() + self.max_runtime_s
 
     def compute(self, cache: ClusterCache, accelerators: tuple[str, ...]) -> WorkloadStatus:
-        """The workload's status now, from the cache and the record (see :mod:`.status`)."""
+        """The workload's status now, from the cache and the record (see :mod:`.status`). Before its Job is seen
+        the status is the one the Job will first have (``Queued`` in its queue), so the watch's first event of it
+        changes nothing."""
         job = cache.jobs.get(self.uid)
         pods = cache.pods_of(self.uid)
+        manifest = self.manifests[0] if self.manifests else None
+
+        def queued(said) -> WorkloadStatus:
+            return WorkloadStatus(uid=self.uid, phase=JobPhase.QUEUED, raw_state="", reason="Pending",
+                                  message=said.message, code=said.code, args=said.args, attempt=self.attempt,
+                                  replicas=pending_replicas(manifest, []))
         if self.state == REFUSED:
             said = say("kube.create_refused", error=self.error)
-            return WorkloadStatus(uid=self.uid, phase=JobPhase.FAILED, raw_state="", reason="CreateRefused",
-                                  message=said.message, code=said.code, args=said.args, attempt=self.attempt)
-        if self.stop is not None and not self.seen:  # stopped before its Job was seen: nothing holds a node
-            return dataclasses.replace(workload_status(self.uid, None, [], accelerators=accelerators, stop=self.stop),
-                                       attempt=self.attempt)
-        if self.state == REPLACING:
-            said = say("kube.waiting_for_earlier_run")
-            return WorkloadStatus(uid=self.uid, phase=JobPhase.QUEUED, raw_state="", reason="Pending",
-                                  message=said.message, code=said.code, args=said.args, attempt=self.attempt)
+            return dataclasses.replace(queued(said), phase=JobPhase.FAILED, reason="CreateRefused",
+                                       finished_at=datetime.now(timezone.utc))
         if job is not None and attempt_of(job) == self.attempt:
             self.seen = True
-            return workload_status(self.uid, job, pods, accelerators=accelerators, stop=self.stop)
+            return workload_status(self.uid, job, pods, accelerators=accelerators, stop=self.stop,
+                                   gone=cache.gone_of(self.uid), devices=cache.devices)
         if self.seen:
             return workload_status(self.uid, cache.last_jobs.get(self.uid), pods, accelerators=accelerators,
-                                   stop=self.stop, deleted=True)
+                                   stop=self.stop, deleted=True, gone=cache.gone_of(self.uid), devices=cache.devices)
+        if self.stop is not None:  # stopped before its Job was seen: nothing holds a node
+            return dataclasses.replace(workload_status(self.uid, manifest, [], accelerators=accelerators,
+                                                       stop=self.stop), attempt=self.attempt)
+        if self.state == REPLACING:
+            return queued(say("kube.waiting_for_earlier_run"))
         if self.error:
-            said = say("kube.create_retrying", error=self.error, delay_s=min(2 ** max(self.tries - 1, 0), 60))
-        else:
-            said = say("kube.submitted", namespace=self.namespace, name=self.name)
-        return WorkloadStatus(uid=self.uid, phase=JobPhase.QUEUED, raw_state="", reason="Pending",
-                              message=said.message, code=said.code, args=said.args, attempt=self.attempt)
+            return queued(say("kube.create_retrying", error=self.error, delay_s=min(2 ** max(self.tries - 1, 0), 60)))
+        return workload_status(self.uid, manifest, [], accelerators=accelerators)
 
     def first_task(self, cache: ClusterCache) -> str:
         """The name of the workload's first task (``""`` when unknown)."""

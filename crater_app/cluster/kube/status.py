@@ -14,7 +14,8 @@ Restarting     Running       Volcano's ``RestartJob`` policy is recreating the p
                              ``Running``); ``retries`` (``status.retryCount``) in the arguments
 Completing     Running       a task that ends the job has finished and the other pods are being stopped: nobody
                              asked for a stop (so not ``Stopping``), its devices are still held
-Completed      Succeeded
+Completed      Succeeded     (while a pod still holds its node: ``Running``, ``Completing`` - the pods' watch is
+                             behind the Jobs'; a final Failed/Aborted/Terminated likewise is ``Stopping``)
 Aborting       Stopping      a stop is under way (Crater's, or an ``AbortJob`` policy)
 Aborted        Cancelled     when Crater asked for the stop (:class:`Stop`), else ``Failed`` with the pod reason
                              that caused it (``Evicted``, ``OOMKilled``, ...)
@@ -34,12 +35,15 @@ once (a queued job is ``Cancelled`` at once). Every status has a catalogue code 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import signal
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from datetime import datetime, timezone
+from typing import Iterable, Mapping, NamedTuple
 
 from crater_app import i18n
-from crater_app.cluster.base import WorkloadStatus
+from crater_app.cluster.base import ReplicaStatus, WorkloadStatus
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.jobs import JobPhase
 
@@ -60,6 +64,7 @@ PHASES: dict[str, JobPhase] = {
 #: pod reasons that make a job fail, the order a failed job's reason is looked for in
 _FAILURES = ("OOMKilled", "Evicted", "DeadlineExceeded", "Signaled", "Error")
 STOP_CANCEL, STOP_DEADLINE = "cancel", "deadline"
+SIGTERM, SIGKILL = int(signal.SIGTERM), int(signal.SIGKILL)
 
 
 class Said(NamedTuple):
@@ -116,6 +121,11 @@ def volcano_phase(job: dict | None) -> str:
     return (((job or {}).get("status") or {}).get("state") or {}).get("phase") or ""
 
 
+def _key(pod: dict) -> tuple[str, str]:
+    m = podinfo.meta(pod)
+    return m.get("namespace") or "", m.get("name") or ""
+
+
 def _replica_name(pod: dict) -> str:
     return f"{podinfo.task_of(pod)}-{podinfo.index_of(pod)}"
 
@@ -127,10 +137,9 @@ def _ordered(job: dict | None, pods: Iterable[dict]) -> list[dict]:
                                        podinfo.index_of(p)))
 
 
-def _waiting(pods: list[dict]) -> Said | None:
-    """Why a job is not running yet or not well, from its pods: a container stuck waiting first (an image that
-    cannot be pulled will not fix itself), then a pod the scheduler cannot place."""
-    facts = [(p, podinfo.pod_facts(p)) for p in pods]
+def _waiting(facts: list[tuple[dict, podinfo.PodFacts]]) -> Said | None:
+    """Why a job is not running yet or not well, from its pods and their facts: a container stuck waiting first (an
+    image that cannot be pulled will not fix itself), then a pod the scheduler cannot place."""
     for pod, f in facts:
         if f.reason in podinfo.STUCK_WAITING:
             return say("kube.replica_waiting", replica=_replica_name(pod), reason=f.reason, image=f.image,
@@ -141,9 +150,8 @@ def _waiting(pods: list[dict]) -> Said | None:
     return None
 
 
-def _failure(pods: list[dict]) -> tuple[str, Said, int | None, int | None] | None:
+def _failure(facts: list[tuple[dict, podinfo.PodFacts]]) -> tuple[str, Said, int | None, int | None] | None:
     """(reason, message, exit code, signal) of the pod that failed the job, by :data:`_FAILURES` order."""
-    facts = [(p, podinfo.pod_facts(p)) for p in pods]
     for wanted in _FAILURES:
         for pod, f in facts:
             if f.reason != wanted:
@@ -159,18 +167,78 @@ def _failure(pods: list[dict]) -> tuple[str, Said, int | None, int | None] | Non
             elif wanted == "Signaled":
                 said = say("kube.killed_by_signal", replica=replica, signal=f.exit_signal, exit_code=code)
             else:
-                said = say("kube.exited", replica=replica, exit_code=code)
+                said = say("replicas.failed", task=podinfo.task_of(pod), replica=podinfo.index_of(pod),
+                           exit_code=code)
             return wanted, said, code, f.exit_signal
     return None
 
 
-def _last_exit(pods: list[dict]) -> tuple[int | None, int | None]:
-    """The exit code and inferred signal of the first pod that has one (a stopped job's)."""
-    for pod in pods:
+#: a deleted pod: its last object, when its removal was seen and when its grace period ended (``None``: unknown)
+Gone = tuple[dict, datetime, "datetime | None"]
+
+
+def _last_exit(pods: list[dict], gone: list[Gone]) -> tuple[int | None, int | None]:
+    """The exit code and signal a stopped job died with: the first of its pods (present or gone) that has one;
+    else, for a pod that was running when it was deleted and left no status, what graceful deletion sent it: the
+    kubelet sends SIGTERM, then SIGKILL once the grace period is over, so SIGTERM (143) for a pod removed within
+    its grace, SIGKILL (137) after."""
+    for pod in [*pods, *(g[0] for g in gone)]:
         f = podinfo.pod_facts(pod)
         if f.exit_code is not None:
             return f.exit_code, f.exit_signal
+    for pod, removed, kill_at in gone:
+        if (pod.get("status") or {}).get("phase") == "Running" and (pod.get("spec") or {}).get("nodeName"):
+            sig = SIGKILL if kill_at is not None and removed > kill_at else SIGTERM
+            return podinfo.SIGNAL_BASE + sig, sig
     return None, None
+
+
+def pending_replicas(job: dict | None, facts: list[tuple[dict, podinfo.PodFacts]], gone: list[Gone] = ()
+                     ) -> tuple[ReplicaStatus, ...]:
+    """Every replica the Job's tasks have (``spec.tasks[].replicas``), in task order: from its pod (and the pod's
+    facts) where there is one; else from its deleted pod (a pod Volcano stopped - a ``CompleteJob`` or ``AbortJob``
+    deletes the pods still running - is ``Failed``, with the exit status :func:`_last_exit` infers); else
+    ``Pending`` (the job controller has not made the pod yet). ``restarts`` counts the pod's container restarts and
+    the Job's restarts by Volcano (``status.retryCount``: a ``RestartJob`` makes every pod anew)."""
+    retries = int((((job or {}).get("status") or {}).get("retryCount")) or 0)
+    by_replica = {(podinfo.task_of(p), podinfo.index_of(p)): (p, f) for p, f in facts}
+    stopped = {(podinfo.task_of(g[0]), podinfo.index_of(g[0])): g for g in gone}
+    out = []
+
+    def counted(r: ReplicaStatus) -> ReplicaStatus:
+        return dataclasses.replace(r, restarts=r.restarts + retries) if retries else r
+
+    for task in ((job or {}).get("spec") or {}).get("tasks") or []:
+        name = task.get("name", "")
+        for i in range(int(task.get("replicas") or 0)):
+            found = by_replica.pop((name, i), None)
+            if found is not None:
+                out.append(counted(podinfo.replica_status(*found)))
+            elif (name, i) in stopped:
+                last = podinfo.replica_status(stopped[(name, i)][0])
+                if last.phase not in podinfo.FINISHED_POD_PHASES:
+                    code, _ = _last_exit([], [stopped[(name, i)]])
+                    last = dataclasses.replace(last, phase="Failed", exit_code=code)
+                out.append(counted(last))
+            else:
+                out.append(ReplicaStatus(name, i, "Pending"))
+    out += [counted(podinfo.replica_status(p, f)) for p, f in by_replica.values()]  # tasks the spec does not name
+    return tuple(out)
+
+
+def _completed(job: dict | None, pods: list[dict]) -> Said:
+    """The message of a Completed Job: the task whose end ended it (a task-level ``TaskCompleted -> CompleteJob``
+    policy), else how many of its replicas exited with code 0."""
+    tasks = ((job or {}).get("spec") or {}).get("tasks") or []
+    for task in tasks:
+        if any(p.get("event") == "TaskCompleted" and p.get("action") == "CompleteJob"
+               for p in task.get("policies") or []):
+            return say("replicas.task_completed", task=task.get("name", ""))
+    total = sum(int(t.get("replicas") or 0) for t in tasks)
+    if total <= 1:
+        return say("kube.completed")
+    succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+    return say("replicas.completed", replicas=total, succeeded=succeeded)
 
 
 def _cancelled(stop: Stop) -> Said:
@@ -191,25 +259,35 @@ def _stopping(stop: Stop) -> tuple[str, Said]:
 
 
 def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, accelerators: Iterable[str],
-                    stop: Stop | None = None, deleted: bool = False) -> WorkloadStatus:
+                    stop: Stop | None = None, deleted: bool = False, gone: Iterable[Gone] = (),
+                    now: datetime | None = None,
+                    devices: Mapping[tuple[str, str], tuple[int, ...]] | None = None) -> WorkloadStatus:
     """The status of workload ``uid`` from its Volcano ``job`` (its last known object when ``deleted``) and its
-    ``pods``, mapped as the module says.
+    ``pods``, mapped as the module says; ``replicas`` has every replica of the Job's tasks (``Pending`` before its
+    pod exists).
 
     Args:
         accelerators: the extended resource names counted as devices (placements).
         stop: the stop Crater asked for; ``None``: the one recorded on ``job`` (:data:`ANNOTATION_STOP`), if any.
         deleted: the Job is gone from the API (its pods may remain for a while).
+        gone: the pods of this run already deleted (:data:`Gone`; a stopped job's exit status: :func:`_last_exit`).
+        now: the time a final status with no time of its own ends at (default: now, UTC).
+        devices: pod ``(namespace, name)`` -> the device indices the backend gave it on its node (placements;
+            :func:`.pods.devices_of` for a pod it does not name).
     """
     accelerators = tuple(accelerators)
+    gone = list(gone)
     pods = _ordered(job, pods)
     stop = stop or Stop.from_job(job)
     raw = volcano_phase(job)
     state = ((job or {}).get("status") or {}).get("state") or {}
     attempt = attempt_of(job)
-    placements = tuple(p for p in (podinfo.placement_of(pod, accelerators) for pod in pods) if p is not None)
-    facts = [podinfo.pod_facts(p) for p in pods]
-    starts = [f.started_at for f in facts if f.started_at]
-    ends = [f.finished_at for f in facts if f.finished_at]
+    devices = devices or {}
+    placements = tuple(p for p in (podinfo.placement_of(pod, accelerators, devices.get(_key(pod))) for pod in pods)
+                       if p is not None)
+    pairs = [(p, podinfo.pod_facts(p)) for p in pods]
+    starts = [f.started_at for _, f in pairs if f.started_at]
+    ends = [f.finished_at for _, f in pairs if f.finished_at]
     started = min(starts) if starts else (podinfo.parse_time(state.get("lastTransitionTime"))
                                           if raw in ("Running", "Completed", "Completing") else None)
     finished = max(ends) if ends else podinfo.parse_time(state.get("lastTransitionTime"))
@@ -223,20 +301,29 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
         return WorkloadStatus(
             uid=uid, phase=phase, raw_state=raw, reason=reason, message=said.message, code=said.code,
             args=said.args, exit_code=exit_code, exit_signal=exit_signal, started_at=started,
-            finished_at=(finished or started) if final else None, attempt=attempt, placements=placements,
-            replicas=tuple(podinfo.replica_status(p) for p in pods))
+            finished_at=(finished or started or now or datetime.now(timezone.utc)) if final else None,
+            attempt=attempt, placements=placements, replicas=pending_replicas(job, pairs, gone))
 
     def ended_by_stop(s: Stop) -> WorkloadStatus:
-        code, sig = _last_exit(pods)
+        code, sig = _last_exit(pods, gone)
         if s.kind == STOP_DEADLINE:
             return make(JobPhase.FAILED, "DeadlineExceeded", say("kube.deadline_exceeded",
                                                                   max_runtime_s=s.max_runtime_s), code, sig)
         return make(JobPhase.CANCELLED, "Cancelled", _cancelled(s), code, sig)
 
+    if mapped is not None and mapped.terminal and holding:
+        # Volcano ends a Job once its pods have ended; a pod still holding its node is one whose end the pods'
+        # watch has not brought yet (the two watches are not ordered): the Job is still ending.
+        if mapped == JobPhase.SUCCEEDED:
+            return make(JobPhase.RUNNING, "Completing", say("kube.completing"))
+        if stop is not None:
+            reason, said = _stopping(stop)
+            return make(JobPhase.STOPPING, reason, said)
+        return make(JobPhase.STOPPING, raw, say("kube.stopping", state=raw, message=state.get("message") or ""))
     if mapped == JobPhase.SUCCEEDED:
-        return make(JobPhase.SUCCEEDED, "Completed", say("kube.completed"), 0)
+        return make(JobPhase.SUCCEEDED, "Completed", _completed(job, pods), 0)
     if raw == "Failed" or (mapped == JobPhase.FAILED and stop is None):
-        failure = _failure(pods)
+        failure = _failure(pairs)
         if failure is not None:
             reason, said, code, sig = failure
             return make(JobPhase.FAILED, reason, said, code, sig)
@@ -254,10 +341,10 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
     if mapped is None:
         return WorkloadStatus(uid=uid, phase=None, raw_state=raw, reason=state.get("reason") or raw,
                               message=state.get("message") or "", attempt=attempt, placements=placements,
-                              replicas=tuple(podinfo.replica_status(p) for p in pods), started_at=started)
+                              replicas=pending_replicas(job, pairs, gone), started_at=started)
     if mapped == JobPhase.QUEUED:
         queue = ((job or {}).get("spec") or {}).get("queue") or ""
-        return make(JobPhase.QUEUED, "Pending", _waiting(pods) or say("kube.queued", queue=queue))
+        return make(JobPhase.QUEUED, "Pending", _waiting(pairs) or say("kube.queued", queue=queue))
     if mapped == JobPhase.STOPPING:
         return make(JobPhase.STOPPING, raw, say("kube.stopping", state=raw, message=state.get("message") or ""))
     if raw == "Restarting":
@@ -265,7 +352,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
                                                         retries=int(job.get("status", {}).get("retryCount") or 0)))
     if raw == "Completing":
         return make(JobPhase.RUNNING, "Completing", say("kube.completing"))
-    stuck = _waiting(pods)
+    stuck = _waiting(pairs)
     if stuck is not None and stuck.code == "kube.replica_waiting":
         return make(JobPhase.RUNNING, stuck.args["reason"], stuck)
     nodes = list(dict.fromkeys(p.node for p in placements))

@@ -1,9 +1,13 @@
 """The embedded *local* backend: each workload runs as a process group on this machine.
 
-Layout per workload: ``<data_dir>/jobs/<uid>/`` with ``work/`` (the working directory), ``output.log``
-(stdout+stderr) and ``exit_code`` (written by :mod:`crater_app.cluster.local.runner`). State: the store
-(:mod:`~crater_app.cluster.local.store`). Limits: a cgroup per workload where Crater can make one
-(:mod:`~crater_app.cluster.local.cgroups`), else ``RLIMIT_DATA`` for memory. Identity: an OS account per Crater user
+Layout per workload: ``<data_dir>/jobs/<uid>/`` with ``work/`` (the working directory shared by its replicas),
+``output.log`` (stdout+stderr) and ``exit_code`` (written by :mod:`crater_app.cluster.local.runner`) for a workload of
+one replica, ``logs/<task>-<index>.log`` and ``.exit`` per replica of a larger one, and ``hosts/`` (rendezvous host
+files; :mod:`~crater_app.cluster.local.replicas`). A gang starts whole or not at all
+(:mod:`~crater_app.cluster.local.gangs`) and is supervised replica by replica
+(:mod:`~crater_app.cluster.local.supervisor`). State: the store (:mod:`~crater_app.cluster.local.store`). Limits: a
+cgroup per replica where Crater can make one (:mod:`~crater_app.cluster.local.cgroups`), else ``RLIMIT_DATA`` for
+memory. Identity: an OS account per Crater user
 when Crater runs as root (:mod:`~crater_app.cluster.local.isolation`, :mod:`~crater_app.cluster.local.accounts`).
 """
 
@@ -14,31 +18,28 @@ import os
 import re
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 from typing import Callable, ContextManager, Mapping
 
 from crater_app.cluster.base import (ENFORCES_DEADLINES, HOST_PROCESSES, Changes, Device, NodeInventory, Workload,
                                      WorkloadStatus)
-from crater_app.cluster.local import specs
 from crater_app.cluster.local import cgroups as cg
+from crater_app.cluster.local import specs
 from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, Accounts, tools_available
 from crater_app.cluster.local.inventory import discover, host_capacity
 from crater_app.cluster.local.isolation import ISOLATED, check_mode, harden_data_dir, trust_model
-from crater_app.cluster.local.launch import Launcher, StartFailed, own_account
-from crater_app.cluster.local.outcomes import (STOP_CANCELLED, STOP_DEADLINE, Limits, cancelled, finished, say,
-                                               started, stopping)
+from crater_app.cluster.local.launch import Launcher, own_account
+from crater_app.cluster.local.outcomes import say
 from crater_app.cluster.local.placement import Placer
-from crater_app.cluster.local.processes import alive, kill_leftovers, kill_tree, log_tail, read_exit, signal_group
-from crater_app.cluster.local.store import (CANCELLED, FINAL, HOLDING, PENDING, RUNNING, STOPPING,
-                                            Store, replica_records)
+from crater_app.cluster.local.processes import log_tail
+from crater_app.cluster.local.store import FINAL, HOLDING, PENDING, STOPPING, Store, replica_records
+from crater_app.cluster.local.supervisor import Supervisor, signal_all
 from crater_app.domain.batching import GroupCommit
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.quota import Quota
 
 DEFAULT_PIDS_MAX = 16384
-STALE_CGROUP_S = 3600.0  # an empty cgroup unknown to the store is swept on adoption once it is this old (seconds)
 PIDS_MAX_LIMIT = 4194304  # the kernel's largest pid_max on 64-bit Linux (PID_MAX_LIMIT)
 _PARENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
 _IN_HOLDING = f"state IN ({','.join('?' * len(HOLDING))})"
@@ -103,14 +104,15 @@ class LocalBackend:
         self.cancel_grace_s = cancel_grace_s
         self.clock = clock
         self._launcher = Launcher(self.trust, self.accounts, self.cgroups, pids_max, own_account(euid))
-        self._children: dict[str, subprocess.Popen] = {}
-        self._left_cgroups: dict[str, cg.JobCgroup] = {}  # cgroups of earlier runs not gone yet (removed by tick)
         self._creates = GroupCommit()
         self._capacity: list[NodeInventory] | None = None
         store = self.data_dir / "local" / "backend.db"
         self._store = Store(store, store_turn(store) if store_turn is not None else None, node=self.node_name)
-        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._start, self.clock,
-                              stop_grace_s=cancel_grace_s)
+        self._supervisor = Supervisor(self._store, self._launcher, self.job_dir, self.node_name,
+                                      {d.index: d.resource for d in self.devices}, self.trust, self.clock,
+                                      cancel_grace_s, self.cgroups)
+        self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._supervisor.start,
+                              self.clock, stop_grace_s=cancel_grace_s)
         self._harden()
 
     # -- for tests and tools that reach into the store ------------------------------------------
@@ -213,29 +215,18 @@ class LocalBackend:
         return [None] * len(rows)
 
     def cancel(self, uid: str, reason: str, *, code: str = "", args: dict | None = None) -> None:
-        """Cancel: a pending workload ends at once; a running one is ``Stopping`` (SIGTERM to its process group,
-        SIGKILL after the grace) until its last process has exited. A stopping one is left to finish. The final
+        """Cancel: a pending workload ends at once; a running one is ``Stopping`` (SIGTERM to each replica's process
+        group, SIGKILL after the grace) until the last process of its last replica has exited. A stopping one is left to finish. The final
         status carries ``code``/``args`` (``event.<code>``, e.g. ``job.cancelled_by`` with the ``user``) and
         ``reason`` as its English message; without a code, ``local.cancelled_because`` with ``reason``.
 
         Raises:
             KeyError: unknown ``uid``.
         """
-        args = dict(args or {})
         with self._store.tx() as conn:
-            row = conn.execute("SELECT state, pid, term_sent_at FROM workloads WHERE uid = ?", (uid,)).fetchone()
-            if row is None:
-                raise KeyError(uid)
-            state, pid, term_sent = row
-            now = self.clock()
-            if state == PENDING:
-                self._store.update(conn, uid, state=CANCELLED, reason="Cancelled", finished_at=now,
-                                   **cancelled(reason, code, args))
-            elif state == RUNNING and term_sent is None:
-                self._store.update(conn, uid, state=STOPPING, reason="CancelRequested", stop_reason=STOP_CANCELLED,
-                                   stop_message=reason, stop_code=code, stop_args=json.dumps(args), term_sent_at=now,
-                                   **stopping(STOP_CANCELLED, reason, code=code, args=args))
-                signal_group(pid, signal.SIGTERM)
+            replicas = self._supervisor.cancel(conn, uid, reason, code, dict(args or {}))
+        if replicas:
+            signal_all(replicas, signal.SIGTERM)
 
     def extend(self, uid: str, max_runtime_s: int) -> None:
         """Move the deadline: ``max_runtime_s`` seconds from the workload's start (the column :meth:`tick` checks
@@ -296,145 +287,20 @@ class LocalBackend:
     def tick(self) -> None:
         """Reap exits, enforce ``max_runtime`` and cancellation grace, remove finished cgroups, then place queued
         workloads."""
-        self._watch_running()
-        for uid, cgroup in list(self._left_cgroups.items()):
-            cgroup.kill()
-            if cgroup.remove():
-                self._left_cgroups.pop(uid, None)
+        self._supervisor.watch()
+        self._supervisor.remove_left_cgroups()
         self._placer.round()
 
     def adopt(self) -> None:
-        """Re-adopt workloads left running (or stopping) by an earlier web process (same pid and start time), or
-        finish them (``ProcessLost`` unless ``exit_code`` was written); remove the cgroups a crash left behind (of
+        """Re-adopt workloads left running (or stopping) by an earlier web process (each replica's runner: same pid
+        and start time), or record the end of the replicas that have gone (``ProcessLost`` unless their exit file
+        was written) and end the workload as the gang rule says; remove the cgroups a crash left behind (of
         finished workloads, and earlier runs' of pending ones); set the data folder's modes again (isolation)."""
         self._harden()
-        rows = self._store.read(f"SELECT uid, pid, pid_start FROM workloads WHERE {_IN_HOLDING}", HOLDING)
-        for uid, pid, pid_start in rows:
-            if uid not in self._children and not alive(pid, pid_start):
-                self._finish_if_exited(uid, adopted=True)
-        self._sweep_cgroups()
+        self._supervisor.watch()  # a replica no process of this one started is watched by its pid and start time
+        self._supervisor.sweep_cgroups()
 
     # -- internals -----------------------------------------------------------------------------
-    def _sweep_cgroups(self) -> None:
-        """Hand the leftover cgroups of finished workloads, and of pending ones (an earlier run's, of a requeued
-        job), to the next tick for removal; remove unknown ones that are empty and old."""
-        names = list(cg.leftovers(self.cgroups))
-        known: set[str] = set()
-        for i in range(0, len(names), 500):
-            chunk = names[i:i + 500]
-            found = self._store.read(f"SELECT uid, state FROM workloads WHERE uid IN ({','.join('?' * len(chunk))})",
-                                     chunk)
-            for uid, state in found:
-                known.add(uid)
-                if (state in FINAL or state == PENDING) and uid not in self._left_cgroups:
-                    self._left_cgroups[uid] = cg.of_workload(self.cgroups, uid)  # removed by the next tick
-        for name in set(names) - known:
-            # Not ours (another Crater on this machine, or a workload whose row was lost): removed only when empty and
-            # older than STALE_CGROUP_S, so that a cgroup another backend has just made for a job is never touched.
-            cgroup = cg.of_workload(self.cgroups, name)
-            if not cgroup.pids() and cgroup.age_s(self.clock()) > STALE_CGROUP_S:
-                cgroup.remove()
-
     def _harden(self) -> None:
         if self.trust == ISOLATED:
             harden_data_dir(self.data_dir, self.jobs_dir, self.data_dir / "local")
-
-    def _finish_if_exited(self, uid: str, adopted: bool = False) -> None:
-        exit_status = read_exit(self.job_dir(uid) / "exit_code")
-        found = self._store.read("SELECT state, pid, pid_start, limits FROM workloads WHERE uid = ?", (uid,))
-        if not found or found[0][0] not in HOLDING:
-            return
-        kill_leftovers(found[0][1], found[0][2])
-        limits = Limits.from_json(found[0][3])
-        cgroup = cg.JobCgroup.from_json(limits.cgroup)
-        if cgroup is not None:
-            cgroup.kill()  # what is left of the job, wherever in its tree it was
-        with self._store.tx() as conn:
-            row = conn.execute(
-                "SELECT state, stop_reason, stop_message, stop_code, stop_args, term_sent_at, max_runtime_s"
-                " FROM workloads WHERE uid = ?", (uid,),
-            ).fetchone()
-            if row is None or row[0] not in HOLDING:
-                return
-            _, stop_reason, stop_message, stop_code, stop_args, term_sent, max_runtime = row
-            child = self._children.get(uid)
-            runner_signal = -child.returncode if child is not None and (child.returncode or 0) < 0 else None
-            outcome = finished(exit_status, stop_reason=stop_reason, stop_text=stop_message or "",
-                               stop_code=stop_code or "", stop_args=_json_dict(stop_args),
-                               stop_sent=term_sent is not None, runner_signal=runner_signal, max_runtime_s=max_runtime,
-                               oom_kills=cgroup.oom_kills() if cgroup is not None else 0, limits=limits,
-                               adopted=adopted)
-            self._store.update(conn, uid, state=outcome.state, reason=outcome.reason, exit_code=outcome.exit_code,
-                               exit_signal=outcome.exit_signal, finished_at=self.clock(), **outcome.message)
-        self._children.pop(uid, None)
-        if cgroup is not None and not cgroup.remove():
-            self._left_cgroups[uid] = cgroup
-
-    def _watch_running(self) -> None:
-        rows = self._store.read(
-            "SELECT uid, pid, pid_start, started_at, max_runtime_s, term_sent_at, limits FROM workloads"
-            f" WHERE {_IN_HOLDING}", HOLDING,
-        )
-        now = self.clock()
-        for uid, pid, pid_start, started_at, max_runtime, term_sent, limits in rows:
-            child = self._children.get(uid)
-            exited = child.poll() is not None if child is not None else not alive(pid, pid_start)
-            if exited:
-                self._finish_if_exited(uid, adopted=child is None)
-                continue
-            if term_sent is None and max_runtime and started_at is not None and now - started_at >= max_runtime:
-                with self._store.tx() as conn:
-                    state = conn.execute("SELECT state FROM workloads WHERE uid = ?", (uid,)).fetchone()[0]
-                    if state != RUNNING:
-                        continue  # cancelled meanwhile
-                    self._store.update(conn, uid, state=STOPPING, reason="DeadlineExceeded", stop_reason=STOP_DEADLINE,
-                                       term_sent_at=now, **stopping(STOP_DEADLINE, max_runtime_s=max_runtime))
-                signal_group(pid, signal.SIGTERM)
-            elif term_sent is not None and now - term_sent >= self.cancel_grace_s:
-                kill_tree(pid, pid_start)
-                cgroup = cg.JobCgroup.from_json(Limits.from_json(limits).cgroup)
-                if cgroup is not None:
-                    cgroup.kill()
-
-    def _start(self, conn: sqlite3.Connection, uid: str, devices: tuple[int, ...]) -> bool:
-        """Start placed workload ``uid`` on ``devices`` (:class:`~crater_app.cluster.local.launch.Launcher`);
-        ``False`` when it stays pending for a later round: its earlier run's processes are still exiting."""
-        spec_text, cpu_m, memory_bytes, code, accelerators = conn.execute(
-            "SELECT spec, cpu_m, memory_bytes, code, accelerators FROM workloads WHERE uid = ?", (uid,)).fetchone()
-        spec = json.loads(spec_text)
-        task = specs.tasks_of(spec, cpu_m, memory_bytes, json.loads(accelerators))[0]
-        launch_spec = {"user": spec.get("user", ""), "command": list(task.argv), "env": task.env,
-                       "working_dir": task.working_dir}
-        # An earlier run's cgroups (same uid) are made again by this start; a tick must no longer remove them.
-        self._left_cgroups.pop(uid, None)
-        # Whatever goes wrong here fails this workload only. Raising would roll back the whole placement round -
-        # after the workloads placed before this one were already started, so that the next round would start
-        # them again (duplicates), and no workload would ever be placed again while this one stays pending.
-        try:
-            run = self._launcher.launch(conn, self.job_dir(uid), uid, launch_spec, cpu_m, memory_bytes, devices)
-        except cg.CgroupBusy as exc:
-            self._left_cgroups[uid] = exc.cgroup  # each tick tries again to empty it
-            if code != "local.waiting_for_earlier_run":
-                self._store.update(conn, uid, reason="Queued",
-                                   **say("local.waiting_for_earlier_run", processes=len(exc.pids)))
-            return False
-        except StartFailed as exc:
-            self._store.update(conn, uid, state="Failed", reason="StartError", finished_at=self.clock(),
-                               **say(exc.code, **exc.args_))
-            return True
-        self._children[uid] = run.proc
-        message = started(self.node_name, devices, self.trust, run.account, run.account_uid, run.limits,
-                          run.isolated)
-        self._store.update(conn, uid, state=RUNNING, reason="Started", devices=json.dumps(list(devices)),
-                           pid=run.proc.pid, pid_start=run.pid_start, started_at=self.clock(),
-                           limits=run.limits.to_json(), **message)
-        return True
-
-
-def _json_dict(raw: str | None) -> dict:
-    """The JSON object in ``raw`` (``{}`` for anything else)."""
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}

@@ -141,7 +141,10 @@ def prepare_job_folder(folder: Path, working_dir: str | None, owner: tuple[int, 
     return make_dirs(work, working_dir, owner)
 
 
-def open_log(folder: Path) -> int:
-    """Open the job's ``output.log`` for appending (created 0600, never through a link); the file descriptor."""
-    return os.open(folder / "output.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                   0o600)
+def open_log(folder: Path, name: str = "output.log") -> int:
+    """Open the log ``name`` in the job's folder for appending (created 0600, never through a link; its own folder
+    made 0700 when missing); the file descriptor."""
+    path = folder / name
+    if path.parent != folder:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

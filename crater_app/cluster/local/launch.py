@@ -77,7 +77,8 @@ class Launcher:
         self.trust, self.accounts, self.cgroups, self.pids_max, self.own = trust, accounts, cgroups, pids_max, own
 
     def limits(self, uid: str, cpu_m: int, memory_bytes: int) -> tuple[Limits, cg.JobCgroup | None, int | None]:
-        """Create the workload's cgroups (when there are any): ``(its limits, the cgroups, RLIMIT_DATA or None)``.
+        """Create the cgroups named ``uid`` (a workload's, or one replica's: ``replicas.cgroup_of``), when there are
+        any: ``(its limits, the cgroups, RLIMIT_DATA or None)``.
 
         Raises:
             cgroups.CgroupBusy: an earlier run's cgroup still holds processes. OSError: the kernel refused.
@@ -98,10 +99,14 @@ class Launcher:
                 cgroup, rlimit)
 
     def launch(self, conn: sqlite3.Connection, folder: Path, uid: str, spec: dict, cpu_m: int, memory_bytes: int,
-               devices: tuple[int, ...]) -> Launched:
-        """Start workload ``uid`` (``spec`` as the store keeps it: ``user``, ``command``, ``env``, ``working_dir``)
-        in ``folder`` on ``devices``, with ``cpu_m`` millicores and ``memory_bytes`` bytes; ``conn`` is the
-        placement round's write transaction (a new account's allocation is written in it).
+               devices: tuple[int, ...], *, cgroup_name: str | None = None, log_name: str = "output.log",
+               exit_name: str = "exit_code", rendezvous: dict[str, str] | None = None) -> Launched:
+        """Start one replica of workload ``uid`` (``spec``: ``user``, ``command``, ``env``, ``working_dir``) in
+        ``folder`` on ``devices``, with ``cpu_m`` millicores and ``memory_bytes`` bytes, in the cgroup named
+        ``cgroup_name`` (default: the uid), its log and exit status at ``log_name`` and ``exit_name`` in ``folder``, with
+        the ``rendezvous`` variables (:mod:`crater_app.domain.rendezvous`; set after the spec's ``env``, which cannot
+        replace them); ``conn`` is the placement round's write transaction (a new account's allocation is written
+        in it).
 
         Raises:
             StartFailed: it cannot start (``local.account_*``, ``local.uid_range_full``, ``local.cgroup_error``,
@@ -116,15 +121,16 @@ class Launcher:
             else:
                 account, owner, home = (self.own[0], self.own[1]), None, self.own[2]
             cwd = prepare_job_folder(folder, spec.get("working_dir"), owner)
-            (folder / "exit_code").unlink(missing_ok=True)  # an earlier attempt's
+            (folder / exit_name).unlink(missing_ok=True)  # an earlier attempt's
             try:
-                limits, cgroup, rlimit = self.limits(uid, cpu_m, memory_bytes)
+                limits, cgroup, rlimit = self.limits(cgroup_name or uid, cpu_m, memory_bytes)
             except OSError as exc:
                 raise StartFailed("local.cgroup_error", error=error_text(exc)) from exc
-            env = job_environment(dict(os.environ), spec.get("env") or {}, uid, devices, account=account[0],
-                                  home=Path(home) if home and home != NO_HOME else folder / "work")
-            argv = runner_argv(folder, cwd, spec["command"], cgroup.folders if cgroup else (), owner, rlimit)
-            log = open_log(folder)
+            env = job_environment(dict(os.environ), {**(spec.get("env") or {}), **(rendezvous or {})}, uid, devices,
+                                  account=account[0], home=Path(home) if home and home != NO_HOME else folder / "work")
+            argv = runner_argv(folder, cwd, spec["command"], cgroup.folders if cgroup else (), owner, rlimit,
+                               exit_name=exit_name, log_name=log_name)
+            log = open_log(folder, log_name)
             try:
                 proc, pid_start = spawn(argv, folder, env, log)
             finally:

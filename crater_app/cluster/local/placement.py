@@ -8,7 +8,8 @@ has exited.
 Backfill needs, for each holder, the latest instant it can still run (``Running.ends_at``): a running workload's
 start plus its ``max_runtime`` (unbounded without one); a stopping one's SIGTERM plus the grace after which the
 backend sends SIGKILL (``stop_grace_s``, ``CRATER_CANCEL_GRACE_S``), whatever its ``max_runtime``. An instant
-already past (a process that outlives its SIGKILL for a moment) counts as now.
+already past (a process that outlives its SIGKILL for a moment) counts as now. A gang being restarted
+(``Restarting``) runs on: it counts as running.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Callable
 
 from crater_app.cluster.base import Device
 from crater_app.cluster.local.outcomes import english
-from crater_app.cluster.local.store import HOLDING, PENDING, Store, ts
+from crater_app.cluster.local.store import HOLDING, PENDING, RESTARTING, Store, ts
 from crater_app.domain.placement import Capacity, FreeDevice, Request, Running, place
 
 #: how pending workloads are read when they are new to the round's cache
@@ -52,7 +53,8 @@ class Placer:
             if self.store.head(conn) == self._placed_rev:
                 return
             running = conn.execute(
-                "SELECT uid, devices, cpu_m, memory_bytes, started_at, max_runtime_s, term_sent_at FROM workloads"
+                "SELECT uid, devices, cpu_m, memory_bytes, started_at, max_runtime_s,"
+                f" CASE WHEN state = '{RESTARTING}' THEN NULL ELSE term_sent_at END FROM workloads"
                 f" WHERE state IN ({','.join('?' * len(HOLDING))})", HOLDING,
             ).fetchall()
             held = {i for r in running for i in json.loads(r[1])}

@@ -35,8 +35,11 @@ class ExitStatus:
 
 
 def runner_argv(folder: Path, cwd: Path, command: list[str], cgroups: list[Path] = (),
-                user: tuple[int, int] | None = None, rlimit_data: int | None = None) -> list[str]:
-    """The command line that starts ``command`` under the runner (see its module docstring for the options).
+                user: tuple[int, int] | None = None, rlimit_data: int | None = None, *, exit_name: str = "exit_code",
+                log_name: str = "output.log") -> list[str]:
+    """The command line that starts ``command`` under the runner (see its module docstring for the options), with
+    its exit file and its log at ``exit_name`` and ``log_name`` in ``folder`` (one replica's: see
+    :mod:`crater_app.cluster.local.replicas`).
 
     The interpreter runs in isolated mode (``-I``: no ``PYTHON*`` variable, no user site, no script folder on
     ``sys.path``) without ``site`` (``-S``; the runner uses the standard library only) and in UTF-8 mode: the runner
@@ -50,7 +53,9 @@ def runner_argv(folder: Path, cwd: Path, command: list[str], cgroups: list[Path]
         options += ["--user", f"{user[0]}:{user[1]}"]
     if rlimit_data is not None:
         options += ["--rlimit-data", str(rlimit_data)]
-    return [sys.executable, "-I", "-S", "-X", "utf8", RUNNER, str(folder / "exit_code"), str(cwd), *options, "--",
+    if log_name != "output.log" or exit_name != "exit_code":
+        options += ["--log", str(folder / log_name)]
+    return [sys.executable, "-I", "-S", "-X", "utf8", RUNNER, str(folder / exit_name), str(cwd), *options, "--",
             *command]
 
 

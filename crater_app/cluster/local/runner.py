@@ -1,7 +1,7 @@
 """Process wrapper for one local job (stdlib only; started by :mod:`crater_app.cluster.local.processes`).
 
 Usage: ``python -I -S runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES]
-[--env-fd FD] -- ARGV...``. It runs ARGV in CWD, waits, and writes the exit status atomically to EXIT_FILE as JSON:
+[--env-fd FD] [--log FILE] -- ARGV...``. It runs ARGV in CWD, waits, and writes the exit status atomically to EXIT_FILE as JSON:
 ``{"exit_code": N, "signal": S}``. ``exit_code`` is what a shell reports: the child's own code, ``128 + S`` when it
 died of signal ``S`` (then ``signal`` is ``S``, else ``null``), 126 when it could not be set up or executed, 127
 when ARGV[0] does not exist. Only waitpid tells a signal from a program that called ``exit(137)`` itself, so the
@@ -16,7 +16,8 @@ runner records both. It survives the web process: it lives in its own session, s
   environment (a JSON object of strings) from descriptor FD, closes it, and gives it to ARGV only, through
   ``execve`` after the privilege drop (:mod:`crater_app.cluster.local.environment` says why). Without it the job
   inherits the runner's environment.
-- Output: the runner's stdout is the job's log (the backend points it at ``output.log``, next to EXIT_FILE). The
+- Output: the runner's stdout is the job's log (the backend points it at ``--log``, by default ``output.log`` next to
+  EXIT_FILE; one log per replica of a larger workload). The
   job writes into a pipe that the runner copies to the log, so that the log stays bounded: past
   :data:`LOG_LIMIT_BYTES` the middle is dropped (the first :data:`LOG_HEAD_BYTES` and the last
   :data:`LOG_TAIL_BYTES` are kept, with a line saying how much was dropped). A job printing in a loop would
@@ -49,7 +50,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 USAGE = ("usage: runner.py EXIT_FILE CWD [--cgroup DIR]... [--user UID:GID] [--rlimit-data BYTES] [--env-fd FD]"
-         " -- ARGV...")
+         " [--log FILE] -- ARGV...")
 
 
 def _write_exit(path: str, code: int, sig: int | None = None) -> None:
@@ -62,12 +63,14 @@ def _write_exit(path: str, code: int, sig: int | None = None) -> None:
 
 class Options:
     """The runner's options (the words between CWD and ``--``): the job's ``cgroups`` folders, ``user``
-    ``(uid, gid)``, ``rlimit_data`` bytes and ``env_fd``, the descriptor holding the job's environment. (A plain
-    class: ``dataclasses`` would cost the runner's start-up the import of ``inspect``.)"""
+    ``(uid, gid)``, ``rlimit_data`` bytes, ``env_fd``, the descriptor holding the job's environment, and ``log`` the
+    path of the log the runner's stdout writes (``None``: ``output.log`` next to the exit file). (A plain class:
+    ``dataclasses`` would cost the runner's start-up the import of ``inspect``.)"""
 
     def __init__(self, cgroups: tuple[str, ...] = (), user: tuple[int, int] | None = None,
-                 rlimit_data: int | None = None, env_fd: int | None = None) -> None:
+                 rlimit_data: int | None = None, env_fd: int | None = None, log: str | None = None) -> None:
         self.cgroups, self.user, self.rlimit_data, self.env_fd = cgroups, user, rlimit_data, env_fd
+        self.log = log
 
 
 def parse_options(words: list[str]) -> Options:
@@ -93,6 +96,8 @@ def parse_options(words: list[str]) -> Options:
             found["rlimit_data"] = int(value)
         elif option == "--env-fd":
             found["env_fd"] = int(value)
+        elif option == "--log":
+            found["log"] = value
         else:
             raise ValueError(f"unknown option {option}")
     return Options(tuple(cgroups), **found)  # type: ignore[arg-type]
@@ -336,7 +341,7 @@ def main(argv: list[str]) -> int:
         # A stop that came while the child was being started: between fork and exec the child still had this
         # handler, so the group's SIGTERM did not end it. Now that it runs the job, it gets its own.
         child.send_signal(signal.SIGTERM)
-    log = _Log(os.path.join(os.path.dirname(exit_file), "output.log"))
+    log = _Log(options.log or os.path.join(os.path.dirname(exit_file), "output.log"))
     pump = threading.Thread(target=log.pump, args=(read_fd,), daemon=True)
     pump.start()
     while True:

@@ -26,13 +26,17 @@ from crater_app.cluster.base import Changes, Placement, ReplicaStatus, WorkloadS
 from crater_app.domain.jobs import JobPhase
 
 PENDING, RUNNING, STOPPING = "Pending", "Running", "Stopping"
+#: a gang whose replicas are being stopped to start again (``restart_policy`` ``restart``; Volcano's ``Restarting``)
+RESTARTING = "Restarting"
 SUCCEEDED, FAILED, CANCELLED = "Succeeded", "Failed", "Cancelled"
 FINAL = (SUCCEEDED, FAILED, CANCELLED)
 #: states whose workload holds its devices, CPU and memory (a Stopping one until its last process has exited)
-HOLDING = (RUNNING, STOPPING)
-#: the store's words (``WorkloadStatus.raw_state``) as Crater's phases; any other word has none
+HOLDING = (RUNNING, STOPPING, RESTARTING)
+#: the store's words (``WorkloadStatus.raw_state``) as Crater's phases (a restart is the backend's own: the job runs
+#: on); any other word has none
 PHASES = {PENDING: JobPhase.QUEUED, RUNNING: JobPhase.RUNNING, STOPPING: JobPhase.STOPPING,
-          SUCCEEDED: JobPhase.SUCCEEDED, FAILED: JobPhase.FAILED, CANCELLED: JobPhase.CANCELLED}
+          RESTARTING: JobPhase.RUNNING, SUCCEEDED: JobPhase.SUCCEEDED, FAILED: JobPhase.FAILED,
+          CANCELLED: JobPhase.CANCELLED}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workloads (

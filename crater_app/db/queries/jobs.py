@@ -17,7 +17,7 @@ PUBLIC_COLUMNS = tuple(_JOBS.c[name] for name in (
     "id", "uid", "name", "project_id", "user_id", "image", "command", "env", "working_dir", "phase", "reason",
     "exit_code", "resources", "accelerator_model", "gpus", "devices", "max_runtime_s", "priority", "created_at",
     "started_at", "finished_at", "resubmitted_from", "kind", "preemptible", "reason_code", "reason_args",
-    "admitted_at", "attempt", "requeue_on_preemption", "stop_requested_at",
+    "admitted_at", "attempt", "requeue_on_preemption", "stop_requested_at", "tasks", "min_available", "options",
 ))
 
 

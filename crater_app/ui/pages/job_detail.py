@@ -1,4 +1,5 @@
-"""/jobs/[id]: status, reason, exit code, devices, event timeline and a live log tail."""
+"""/jobs/[id]: status, reason, exit code, devices, replicas, event timeline, a live log tail per replica and the
+manifest."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from crater_app.ui.components import (
     MONO, empty_mark, error_callout, loading, narrow_only, or_empty, page_header, phase_badge, section_title, shell,
     t, wide_only,
 )
+from crater_app.ui.replicas import manifest_section, replica_picker, replicas_section
 
 J = JobDetailState.job
 
@@ -259,6 +261,7 @@ def _logs() -> rx.Component:
         rx.vstack(
             rx.hstack(
                 section_title(t("job.section.logs"), "scroll_text"),
+                replica_picker(),
                 rx.spacer(),
                 rx.cond(
                     JobDetailState.finished,
@@ -336,8 +339,10 @@ def job_detail_page() -> rx.Component:
                     rx.grid(_overview(), _resources(), columns=rx.breakpoints(initial="1", md="2"), spacing="5",
                             width="100%"),
                     _command(),
+                    replicas_section(),
                     _logs(),
                     _events(),
+                    manifest_section(),
                     spacing="5",
                     width="100%",
                 ),
