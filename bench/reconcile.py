@@ -3,9 +3,10 @@
 The Kubernetes API mock (``tests/kube_api``) runs in a process of its own (``bench/_kube_mock.py``); Crater runs
 here as ``CRATER_BACKEND=kubernetes`` with a kubeconfig pointing at it. Steps:
 
-1. ``crater``'s database (a fresh ``CRATER_DATA_DIR``), a user, a project with a quota; ``--jobs`` job rows in
-   ``Queued`` written in one transaction, and their Volcano Jobs (built by the backend's own builder) with one pod
-   each stored in the mock as created and Pending - what the cluster holds when Crater restarts;
+1. ``crater``'s database (a fresh ``CRATER_DATA_DIR``), a user, a project with a quota; ``--jobs`` 1-GPU job rows
+   in ``Queued`` written in one transaction, and their Volcano Jobs (built by the backend's own builder) with one
+   pod each stored in the mock as created and Pending, and ``--jobs`` / 8 nodes of 8 GPUs - what the cluster holds
+   when Crater restarts;
 2. **re-list after a restart**: a new ``KubernetesBackend`` (what a restarted Crater makes) lists Jobs, pods, nodes,
    Queues and events, rebuilds its records from the Jobs and logs every workload's status; timed until it has a
    status for every Job, then the reconciler's first ``sync`` into the database;
@@ -45,6 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-password-1"
 NAMESPACE = "crater-jobs"
+#: the mock's nodes: as many as the 1-GPU jobs fill, of 8 GPUs each (a cluster of DGX-like nodes)
+GPUS_PER_NODE = 8
 
 
 class Mock:
@@ -181,7 +184,7 @@ def main() -> None:
         manifests, uids = seed(ctx, n)
         path = Path(folder) / "jobs.json"
         path.write_text(json.dumps(manifests))
-        loaded = mock(op="load", path=str(path))
+        loaded = mock(op="load", path=str(path), nodes=-(-n // GPUS_PER_NODE), gpus_per_node=GPUS_PER_NODE)
         print(f"seeded {n:,} Queued jobs and {loaded['writes']:,} objects in the mock "
               f"({time.perf_counter() - t0:.1f} s)")
         ctx.backend.close()
