@@ -1,9 +1,11 @@
 """The Kubernetes API mock (``tests/kube_api``) in a process of its own, for ``bench/reconcile.py``: its CPU and
 memory are not Crater's. Prints ``{"url": ...}`` on stdout, then answers one JSON line per command read from stdin:
 
-- ``{"op": "load", "path": FILE, "node": NAME}``: the Volcano Jobs in FILE (a JSON list) are stored as a created
-  Job is (status Pending), each with its pods (Pending, as Volcano makes them); the node is made;
-- ``{"op": "run"}`` / ``{"op": "finish"}``: every Job's pods bound and Running and the Job Running / every pod
+- ``{"op": "load", "path": FILE, "nodes": N, "gpus_per_node": G}``: N Ready nodes of G ``nvidia.com/gpu``
+  (``node-<i>``), and the Volcano Jobs in FILE (a JSON list) stored as a created Job is (status Pending), each with
+  its pods (Pending, as Volcano makes them);
+- ``{"op": "run"}`` / ``{"op": "finish"}``: every Job's pods bound (the nodes filled in order) and Running and the
+  Job Running / every pod
   Succeeded (exit 0) and the Job Completed - the writes Volcano and the kubelet make, one object at a time;
 - ``{"op": "restart", "lose_history": true}``: an API server restart (watches dropped; with ``lose_history``, 410
   for every version a client has seen);
@@ -32,18 +34,20 @@ def main() -> None:
     store = server.store
     jobs: list[tuple[str, str]] = []
     pods: list[tuple[str, str]] = []
-    node = "node-1"
+    nodes: list[str] = []
     print(json.dumps({"url": server.url}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
         t0, rv0 = time.perf_counter(), store.resource_version
         if cmd["op"] == "load":
-            node = cmd.get("node", node)
-            store.create("", "nodes", "", {"metadata": {"name": node, "labels": {
-                "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}, "status": {
-                "allocatable": {"cpu": "100000", "memory": "100000Gi", "nvidia.com/gpu": "100000", "pods": "100000"},
-                "capacity": {"cpu": "100000", "memory": "100000Gi", "nvidia.com/gpu": "100000", "pods": "100000"},
-                "conditions": [{"type": "Ready", "status": "True"}]}}, keep_status=True, validate=False)
+            gpus = int(cmd.get("gpus_per_node", 8))
+            for i in range(int(cmd.get("nodes", 1))):
+                capacity = {"cpu": "128", "memory": "1024Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
+                store.create("", "nodes", "", {"metadata": {"name": f"node-{i}", "labels": {
+                    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}, "status": {
+                    "allocatable": capacity, "capacity": capacity,
+                    "conditions": [{"type": "Ready", "status": "True"}]}}, keep_status=True, validate=False)
+                nodes.append(f"node-{i}")
             with open(cmd["path"]) as f:
                 for body in json.load(f):
                     job = store.create(*VC, body["metadata"]["namespace"], body, validate=False)
@@ -57,7 +61,9 @@ def main() -> None:
                             pods.append((pod["metadata"]["namespace"], pod["metadata"]["name"]))
         elif cmd["op"] == "run":
             now = time.time()
-            for ns, name in pods:
+            per_node = max(1, -(-len(pods) // len(nodes)))
+            for i, (ns, name) in enumerate(pods):
+                node = nodes[i // per_node]
                 bound = store.update("", "pods", ns, name, lambda p: {**p, "spec": {**p["spec"], "nodeName": node}})
                 store.set_status("", "pods", ns, name, P.running_status(bound, now))
             for ns, name in jobs:

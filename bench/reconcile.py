@@ -3,9 +3,10 @@
 The Kubernetes API mock (``tests/kube_api``) runs in a process of its own (``bench/_kube_mock.py``); Crater runs
 here as ``CRATER_BACKEND=kubernetes`` with a kubeconfig pointing at it. Steps:
 
-1. ``crater``'s database (a fresh ``CRATER_DATA_DIR``), a user, a project with a quota; ``--jobs`` job rows in
-   ``Queued`` written in one transaction, and their Volcano Jobs (built by the backend's own builder) with one pod
-   each stored in the mock as created and Pending - what the cluster holds when Crater restarts;
+1. ``crater``'s database (a fresh ``CRATER_DATA_DIR``), a user, a project with a quota; ``--jobs`` 1-GPU job rows
+   in ``Queued`` written in one transaction, and their Volcano Jobs (built by the backend's own builder) with one
+   pod each stored in the mock as created and Pending, and ``--jobs`` / 8 nodes of 8 GPUs - what the cluster holds
+   when Crater restarts;
 2. **re-list after a restart**: a new ``KubernetesBackend`` (what a restarted Crater makes) lists Jobs, pods, nodes,
    Queues and events, rebuilds its records from the Jobs and logs every workload's status; timed until it has a
    status for every Job, then the reconciler's first ``sync`` into the database;
@@ -20,7 +21,7 @@ here as ``CRATER_BACKEND=kubernetes`` with a kubeconfig pointing at it. Steps:
 5. **re-list after an API server restart**: the mock restarts and forgets its history; the watches get
    ``410 Gone`` and list again; timed until every kind was listed again.
 
-    .venv/bin/python bench/reconcile.py [--jobs 10000]
+    .venv/bin/python bench/reconcile.py [--jobs 10000] [--database-url URL]
 
 The backend watches through one :class:`~crater_app.cluster.kube.reflector.Reflector` per kind
 (:mod:`crater_app.cluster.kube.watching`).
@@ -45,6 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-password-1"
 NAMESPACE = "crater-jobs"
+#: the mock's nodes: as many as the 1-GPU jobs fill, of 8 GPUs each (a cluster of DGX-like nodes)
+GPUS_PER_NODE = 8
 
 
 class Mock:
@@ -149,12 +152,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=10_000, help="Volcano Jobs (one pod each)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds any one step may take")
+    ap.add_argument("--database-url", default="", help="an empty PostgreSQL database (default: SQLite in a temp dir)")
     args = ap.parse_args()
     n = args.jobs
     folder = tempfile.mkdtemp(prefix="crater-bench-reconcile-")
     mock = Mock()
     os.environ.update(CRATER_DATA_DIR=folder, CRATER_ADMIN_PASSWORD=PASSWORD, CRATER_BACKEND="kubernetes",
                       CRATER_KUBE_CONFIG=kubeconfig(mock.url, folder), CRATER_KUBE_NAMESPACE=NAMESPACE)
+    if args.database_url:
+        os.environ["CRATER_DATABASE_URL"] = args.database_url
     import logging
 
     import psutil
@@ -178,14 +184,14 @@ def main() -> None:
         manifests, uids = seed(ctx, n)
         path = Path(folder) / "jobs.json"
         path.write_text(json.dumps(manifests))
-        loaded = mock(op="load", path=str(path))
+        loaded = mock(op="load", path=str(path), nodes=-(-n // GPUS_PER_NODE), gpus_per_node=GPUS_PER_NODE)
         print(f"seeded {n:,} Queued jobs and {loaded['writes']:,} objects in the mock "
               f"({time.perf_counter() - t0:.1f} s)")
         ctx.backend.close()
         del manifests
         gc.collect()
 
-        # 2. re-list after a Crater restart. The client's typed API classes (ReflectorWatches calls them) take seconds
+        # 2. re-list after a Crater restart. The client's typed API classes (the reflectors call them) take seconds
         # to import (pydantic builds their models): a cost of starting the process, not of the list, so paid first.
         from kubernetes.client import CoreV1Api, CustomObjectsApi  # noqa: F401
         rss0 = me.memory_info().rss

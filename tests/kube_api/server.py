@@ -24,9 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
-from tests.kube_api import discovery, logs
+from tests.kube_api import discovery, streams
 from tests.kube_api.kinds import Kind
-from tests.kube_api.store import ApiError, Dropped, Gone, Store
+from tests.kube_api.store import ApiError, Store
 
 _REASONS = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests", 504: "Timeout"}
 
@@ -171,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         if name is None:
             return self._collection(method, kind, namespace, query, body)
         if method == "GET" and sub == "log":
-            return self._log(ns, name, query)
+            return streams.log(self, ns, name, query)
         if method == "GET":
             return self._send_json(200, store.get(kind.group, kind.plural, ns, name))
         check = self.server.owner.check_for(kind, query)
@@ -198,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(201, store.create(kind.group, kind.plural, namespace or "", body or {},
                                                      check=self.server.owner.check_for(kind, query)))
         if method == "GET" and _truthy(query.get("watch")):
-            return self._watch(kind, namespace, query)
+            return streams.watch(self, kind, namespace, query)
         if method in ("GET", "DELETE"):
             items, rv = store.list(kind.group, kind.plural, namespace, label_selector=query.get("labelSelector", ""),
                                    field_selector=query.get("fieldSelector", ""))
@@ -224,113 +224,6 @@ class _Handler(BaseHTTPRequestHandler):
         elif start:
             items = items[start:]
         return {"kind": f"{kind.kind}List", "apiVersion": kind.api_version, "metadata": meta, "items": items}
-
-    # -- streams -------------------------------------------------------------------------------------------------
-    def _watch(self, kind: Kind, namespace: str | None, query: dict) -> None:
-        owner, store = self.server.owner, self.server.owner.store
-        from tests.kube_api import selectors
-        try:
-            labels = selectors.label_matcher(query.get("labelSelector", ""))
-            fields = selectors.field_matcher(query.get("fieldSelector", ""))
-        except selectors.SelectorError as exc:
-            raise ApiError(400, "BadRequest", str(exc)) from None
-        timeout = float(query.get("timeoutSeconds") or owner.max_watch_seconds)
-        deadline = time.monotonic() + min(timeout, owner.max_watch_seconds)
-        bookmarks = _truthy(query.get("allowWatchBookmarks"))
-        resource = (kind.group, kind.plural)
-
-        def wanted(obj: dict | None) -> bool:
-            if obj is None:
-                return False
-            if namespace is not None and obj["metadata"].get("namespace", "") != namespace:
-                return False
-            return labels(obj) and fields(obj)
-
-        with store.cond:
-            epoch = store.epoch
-            requested = query.get("resourceVersion") or ""
-            initial: list[dict] = []
-            if requested in ("", "0"):
-                pos = store.resource_version
-                items, _ = store.list(kind.group, kind.plural, namespace)
-                initial = [o for o in items if wanted(o)]
-            else:
-                pos = int(requested)
-        self._start_stream("application/json")
-        try:
-            if initial:
-                self.wfile.write(b"".join(b"%x\r\n%s\n\r\n" % (len(line) + 1, line) for line in (
-                    json.dumps({"type": "ADDED", "object": obj}).encode() for obj in initial)))
-            next_bookmark = time.monotonic() + owner.bookmark_interval
-            while (left := deadline - time.monotonic()) > 0:
-                try:
-                    events = store.events_after(pos, epoch, min(left, max(next_bookmark - time.monotonic(), 0.001)))
-                except Gone as gone:
-                    self._chunk(json.dumps({"type": "ERROR", "object": gone.status()}).encode() + b"\n")
-                    break
-                lines = []
-                for event in events:
-                    pos = event.rv
-                    if event.resource != resource:
-                        continue
-                    now, before = wanted(event.obj), wanted(event.prev)
-                    if event.type == "DELETED":
-                        kind_of = "DELETED" if before else None
-                    elif now and not before:
-                        kind_of = "ADDED"
-                    elif before and not now:
-                        kind_of = "DELETED"
-                    else:
-                        kind_of = event.type if now else None
-                    if kind_of:
-                        lines.append(json.dumps({"type": kind_of, "object": event.obj}).encode())
-                if lines:  # one chunk per event, as the API server flushes them (clients split lines per chunk)
-                    self.wfile.write(b"".join(b"%x\r\n%s\n\r\n" % (len(line) + 1, line) for line in lines))
-                    self.wfile.flush()
-                if bookmarks and time.monotonic() >= next_bookmark:
-                    mark = {"kind": kind.kind, "apiVersion": kind.api_version,
-                            "metadata": {"resourceVersion": str(pos)}}
-                    self._chunk(json.dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n")
-                    next_bookmark = time.monotonic() + owner.bookmark_interval
-            self._end_stream()
-        except Dropped:
-            self._drop()
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self.close_connection = True
-
-    def _log(self, namespace: str, name: str, query: dict) -> None:
-        store = self.server.owner.store
-        with store.cond:
-            pod = store.get("", "pods", namespace, name)
-            container = logs.container_of(pod, query.get("container"))
-            lines = logs.read(store, namespace, name, container, query)
-            sent = len(store.logs.get((namespace, name, container), []))
-            epoch = store.epoch
-        if not _truthy(query.get("follow")):
-            return self._send_text("".join(f"{line}\n" for line in lines))
-        self._start_stream("text/plain")
-        try:
-            if lines:
-                self._chunk("".join(f"{line}\n" for line in lines).encode())
-            while True:
-                with store.cond:
-                    all_lines = store.logs.get((namespace, name, container), [])
-                    if len(all_lines) == sent and not logs.finished(store, namespace, name, container):
-                        store.cond.wait(0.5)
-                    if store.epoch != epoch:
-                        raise Dropped()
-                    new, sent = all_lines[sent:], len(all_lines)
-                    done = logs.finished(store, namespace, name, container)
-                if new:
-                    self._chunk("".join(f"{line}\n" for line in new).encode())
-                if done and not new:
-                    break
-            self._end_stream()
-        except Dropped:
-            self._drop()
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self.close_connection = True
-
 
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True

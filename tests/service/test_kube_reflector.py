@@ -189,3 +189,29 @@ def test_a_cluster_scoped_custom_kind_and_a_failing_consumer(store, kube_client,
         store.create("scheduling.volcano.sh", "queues", "", {"metadata": {"name": name}, "spec": {"weight": 1}})
     until(lambda: r.get("q2") is not None)
     assert calls == ["", "q1", "q2"] and r.get("q1")["kind"] == "Queue"
+
+
+def test_the_backends_watches_select_crater_jobs_and_stop_at_once(store, kube_client):
+    from crater_app.cluster.kube.options import KubeOptions
+    from crater_app.cluster.kube.watching import Watches
+
+    store.create("", "namespaces", "", {"metadata": {"name": "crater-jobs"}})
+    labelled = {"metadata": {"name": "j1", "labels": {"crater.io/job-uid": "u1"}},
+                "spec": {"tasks": [{"name": "main", "replicas": 1, "template": {}}]}}
+    store.create("batch.volcano.sh", "jobs", "crater-jobs", labelled)
+    store.create("batch.volcano.sh", "jobs", "crater-jobs", {**labelled, "metadata": {"name": "not-crater"}})
+    events = []
+    watches = Watches(kube_client, KubeOptions(namespace="crater-jobs"),
+                      lambda kind, type_, obj: events.append((kind, type_, obj["metadata"]["name"])))
+    watches.start()
+    try:
+        assert watches.wait_synced(5)
+        assert [e for e in events if e[0] == "jobs"] == [("jobs", "ADDED", "j1")]
+        assert watches.lists == dict.fromkeys(watches.reflectors, 1)
+        store.create("", "pods", "crater-jobs", pod("p1"), keep_status=True)
+        until(lambda: ("pods", "ADDED", "p1") in events)
+    finally:
+        began = time.monotonic()
+        watches.stop()
+    assert time.monotonic() - began < 2
+    assert not any(r._thread for r in watches.reflectors.values())

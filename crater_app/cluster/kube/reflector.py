@@ -11,8 +11,8 @@ cluster-scoped kind) and reports every applied change to ``on_event`` in order:
   meanwhile is reported (``relist=True``; the intermediate states in between are not recoverable), then a
   ``RELISTED`` event says the cache is whole again and :attr:`Reflector.generation` has grown by one;
 - other errors (5xx, refused or dropped connections, a watch that ends within a second without events) wait
-  before the next try,
-  ``backoff_initial_s`` doubling up to ``backoff_max_s``, reset by a successful list or event.
+  before the next try, ``backoff_initial_s`` doubling up to ``backoff_max_s``, reset by a successful list or
+  event.
 
 A fresh reflector (a restarted Crater) starts with an empty cache, so its first list reports every object as
 ``ADDED`` with ``relist=True`` and generation 1: the backend treats it as a re-list.
