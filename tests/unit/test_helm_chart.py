@@ -1,0 +1,479 @@
+"""The Helm chart (deploy/helm/crater), rendered by the real Helm engine and checked object by object.
+
+The chart is rendered by ``deploy/helm/render.py`` under the Helm venv's interpreter (``make helm-venv``, the
+``helm-python-sdk`` library; ``CRATER_HELM_PYTHON`` names it, the Makefile exports it), as a subprocess, because
+that library lives outside Crater's venv. Every rendered object is validated against the Kubernetes schemas
+(``kubernetes-validate``, strict: unknown fields are errors), and then the behaviour is asserted: probes, RBAC
+verbs, databases, ingress, secrets, security contexts, and that Crater reads every setting the chart sets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from crater_app.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "crater"
+RENDER = ROOT / "deploy" / "helm" / "render.py"
+RELEASE_NS = "crater"
+JOBS_NS = "crater-jobs"
+K8S_VERSION = kubernetes_validate.latest_version()
+
+#: what Crater's Kubernetes backend does, per (API group, resource): the only grants the chart may give
+CLUSTER_RULES = {
+    ("", "nodes"): {"get", "list", "watch"},
+    ("scheduling.volcano.sh", "queues"): {"create", "get", "list", "watch", "update", "patch", "delete"},
+}
+NAMESPACED_RULES = {
+    ("batch.volcano.sh", "jobs"): {"create", "get", "list", "watch", "delete", "patch"},
+    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("", "pods/log"): {"get"},
+    ("", "events"): {"get", "list", "watch"},
+    ("", "services"): {"create", "get", "list", "watch", "delete"},
+}
+PER_PROJECT_RULES = {
+    ("", "namespaces"): {"create", "get", "list", "watch"},
+    ("networking.k8s.io", "networkpolicies"): {"create", "get", "list", "watch", "patch"},
+}
+
+EXTERNAL = {
+    "postgresql": {"enabled": False},
+    "externalDatabase": {"url": "postgresql://crater:pw@db.example.internal:5432/crater"},
+    "redis": {"enabled": False},
+    "externalRedis": {"url": "redis://:pw@redis.example.internal:6379/0"},
+}
+INGRESS_TLS = {
+    "ingress": {
+        "enabled": True,
+        "className": "nginx",
+        "hosts": ["crater.example.com"],
+        "tls": [{"secretName": "crater-tls", "hosts": ["crater.example.com"]}],
+    }
+}
+#: value sets every structural check runs on
+VALUE_SETS = {
+    "defaults": {},
+    "external-services-ingress": {**EXTERNAL, **INGRESS_TLS, "replicaCount": 2,
+                                  "persistence": {"accessModes": ["ReadWriteMany"]}},
+    "per-project": {"kube": {"namespaceMode": "per-project"}},
+    "sqlite-no-persistence": {"postgresql": {"enabled": False}, "redis": {"enabled": False},
+                              "persistence": {"enabled": False}},
+    "existing-secret": {"existingSecret": "crater-settings", "crater": {"publicUrls": ["https://gpu.example.org"]}},
+}
+
+
+def helm_python() -> str:
+    """The Helm venv's interpreter; fails (never skips) the test when it is missing."""
+    path = os.environ.get("CRATER_HELM_PYTHON") or str(ROOT / ".venv-helm" / "bin" / "python")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"the Helm venv's interpreter {path} is missing: run `make helm-venv` (or `make install`), "
+                    "which installs helm-python-sdk (deploy/helm/requirements.txt) into .venv-helm")
+    return path
+
+
+@lru_cache(maxsize=None)
+def _run(values_json: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [helm_python(), str(RENDER), str(CHART), "--values", values_json, "--name", "crater", "--namespace", RELEASE_NS],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def render_files(values: dict | None = None) -> dict[str, str]:
+    """Template path -> rendered text, for ``values`` over the chart's own; fails the test on a render error."""
+    done = _run(json.dumps(values or {}, sort_keys=True))
+    if done.returncode != 0:
+        pytest.fail(f"helm render failed (rc {done.returncode}): {done.stderr.strip()}")
+    return json.loads(done.stdout)["manifests"]
+
+
+def render(values: dict | None = None) -> list[dict]:
+    """Every object the chart renders for ``values`` (NOTES.txt left out)."""
+    objects = []
+    for path, text in sorted(render_files(values).items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        objects.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return objects
+
+
+def render_error(values: dict) -> str:
+    """Helm's message when the chart refuses ``values`` (render.py exits 2)."""
+    done = _run(json.dumps(values, sort_keys=True))
+    assert done.returncode == 2, f"the chart accepted {values} (rc {done.returncode}): {done.stderr}"
+    return done.stderr
+
+
+def by_kind(objects: list[dict], kind: str) -> list[dict]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def one(objects: list[dict], kind: str, name: str | None = None) -> dict:
+    found = [o for o in by_kind(objects, kind) if name is None or o["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {[o['metadata']['name'] for o in found]}"
+    return found[0]
+
+
+def crater_container(objects: list[dict]) -> dict:
+    [container] = one(objects, "Deployment", "crater")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def pod_specs(objects: list[dict]) -> list[tuple[str, dict]]:
+    """(name, pod spec) of every workload and bare pod."""
+    specs = [(o["metadata"]["name"], o["spec"]["template"]["spec"])
+             for o in objects if o["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job")]
+    specs += [(o["metadata"]["name"], o["spec"]) for o in by_kind(objects, "Pod")]
+    return specs
+
+
+def grants(role: dict) -> dict[tuple[str, str], set[str]]:
+    """(API group, resource) -> verbs of a Role or ClusterRole; a resource granted twice fails."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert set(rule) <= {"apiGroups", "resources", "verbs"}, f"unexpected rule fields: {rule}"
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                assert (group, resource) not in out, f"{group}/{resource} granted twice in {role['metadata']['name']}"
+                out[(group, resource)] = set(rule["verbs"])
+    return out
+
+
+def secret_refs(objects: list[dict]) -> list[str]:
+    """The Secret names every container's env refers to."""
+    names = []
+    for _, spec in pod_specs(objects):
+        for container in spec["containers"]:
+            for env in container.get("env", []):
+                ref = env.get("valueFrom", {}).get("secretKeyRef")
+                if ref:
+                    names.append(ref["name"])
+            names += [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
+    return names
+
+
+def env_names(objects: list[dict]) -> set[str]:
+    """Every environment variable Crater's container gets: its ConfigMap's keys and its own env entries."""
+    container = crater_container(objects)
+    names = {e["name"] for e in container.get("env", [])}
+    for source in container["envFrom"]:
+        names |= set(one(objects, "ConfigMap", source["configMapRef"]["name"])["data"])
+    return names
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Every object is a valid Kubernetes object
+
+
+@pytest.mark.parametrize("case", sorted(VALUE_SETS))
+def test_every_rendered_object_passes_the_kubernetes_schemas_strictly(case):
+    objects = render(VALUE_SETS[case])
+    assert objects
+    for obj in objects:
+        try:
+            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{case}: {obj['kind']} {obj['metadata']['name']}: {exc.message} at {list(exc.path)}")
+
+
+def test_the_chart_renders_its_notes():
+    notes = render_files()["crater/templates/NOTES.txt"]
+    assert "port-forward service/crater 3000:3000" in notes
+    assert "admin-password" in notes
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The Deployment
+
+
+def test_probes_ask_healthz_on_the_http_port():
+    container = crater_container(render())
+    assert container["ports"] == [{"name": "http", "containerPort": 3000, "protocol": "TCP"}]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}, probe
+    # the startup probe covers the console's compile at start (minutes, not the liveness probe's seconds)
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 120
+
+
+def test_every_container_requests_resources():
+    for name, spec in pod_specs(render()):
+        for container in spec["containers"]:
+            requests = container.get("resources", {}).get("requests", {})
+            assert {"cpu", "memory"} <= set(requests), f"{name}/{container['name']} requests {requests}"
+
+
+def test_crater_runs_with_the_kubernetes_backend_in_the_jobs_namespace():
+    objects = render()
+    data = one(objects, "ConfigMap", "crater")["data"]
+    assert data["CRATER_BACKEND"] == "kubernetes"
+    assert data["CRATER_KUBE_NAMESPACE"] == JOBS_NS
+    assert data["CRATER_KUBE_CRATER_NAMESPACE"] == RELEASE_NS
+    spec = one(objects, "Deployment", "crater")["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "crater"
+    assert spec["automountServiceAccountToken"] is True  # in-cluster config needs the token
+    assert one(objects, "ServiceAccount", "crater")["metadata"]["namespace"] == RELEASE_NS
+
+
+@pytest.mark.parametrize("case", sorted(VALUE_SETS))
+def test_every_crater_setting_the_chart_sets_is_one_crater_reads(case):
+    fields = {name.upper() for name in Settings.model_fields}
+    names = {n for n in env_names(render(VALUE_SETS[case])) if n.startswith("CRATER_")}
+    unknown = sorted(n for n in names if n.removeprefix("CRATER_") not in fields)
+    assert not unknown, f"the chart sets settings crater_app/settings.py does not have: {unknown}"
+
+
+def test_crater_settings_parse_the_chart_configmap(monkeypatch):
+    data = one(render({"crater": {"workers": 3, "signupEnabled": True}}), "ConfigMap", "crater")["data"]
+    for name in [n for n in os.environ if n.startswith("CRATER_")]:
+        monkeypatch.delenv(name)
+    for name, value in data.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()
+    assert settings.backend == "kubernetes"
+    assert settings.data_dir == Path("/var/lib/crater")
+    assert settings.workers == 3
+    assert settings.signup_enabled is True
+    assert settings.port == 3000
+
+
+def test_extra_env_goes_into_the_configmap_but_cannot_replace_the_chart_own():
+    data = one(render({"env": {"CRATER_BILLING_ENABLED": True}}), "ConfigMap", "crater")["data"]
+    assert data["CRATER_BILLING_ENABLED"] == "true"
+    assert "env.CRATER_BACKEND is set by the chart" in render_error({"env": {"CRATER_BACKEND": "local"}})
+    assert "env.CRATER_DATABASE_URL is set by the chart" in render_error({"env": {"CRATER_DATABASE_URL": "x"}})
+
+
+def test_configmap_changes_roll_the_pods():
+    def checksum(values):
+        return one(render(values), "Deployment", "crater")["spec"]["template"]["metadata"]["annotations"][
+            "checksum/config"]
+    assert checksum({}) != checksum({"crater": {"workers": 2}})
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# RBAC: exactly what Crater uses
+
+
+def test_shared_namespace_rbac_is_cluster_kinds_cluster_wide_and_the_rest_in_the_jobs_namespace():
+    objects = render()
+    cluster_role = one(objects, "ClusterRole")
+    assert grants(cluster_role) == CLUSTER_RULES
+    role = one(objects, "Role")
+    assert role["metadata"]["namespace"] == JOBS_NS
+    assert grants(role) == NAMESPACED_RULES
+    binding = one(objects, "RoleBinding")
+    assert binding["metadata"]["namespace"] == JOBS_NS
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+    cluster_binding = one(objects, "ClusterRoleBinding")
+    assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
+    for b in (binding, cluster_binding):
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "crater", "namespace": RELEASE_NS}]
+
+
+def test_per_project_namespaces_grant_namespaces_and_network_policies_cluster_wide():
+    objects = render({"kube": {"namespaceMode": "per-project"}})
+    assert grants(one(objects, "ClusterRole")) == {**CLUSTER_RULES, **NAMESPACED_RULES, **PER_PROJECT_RULES}
+    assert not by_kind(objects, "Role") and not by_kind(objects, "RoleBinding")
+    assert not by_kind(objects, "Namespace")  # Crater creates the project namespaces itself
+    assert one(objects, "ConfigMap")["data"]["CRATER_KUBE_NAMESPACE_MODE"] == "per-project"
+
+
+@pytest.mark.parametrize("case", sorted(VALUE_SETS))
+def test_no_wildcard_and_no_kind_beyond_the_list(case):
+    allowed = {**CLUSTER_RULES, **NAMESPACED_RULES, **PER_PROJECT_RULES}
+    for role in by_kind(render(VALUE_SETS[case]), "Role") + by_kind(render(VALUE_SETS[case]), "ClusterRole"):
+        for rule in role["rules"]:
+            assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"], rule
+        for key, verbs in grants(role).items():
+            assert key in allowed and verbs <= allowed[key], f"{role['kind']} grants {key}: {verbs}"
+
+
+def test_cluster_scoped_names_carry_the_release_namespace():
+    objects = render()
+    assert one(objects, "ClusterRole")["metadata"]["name"] == "crater-crater"
+    assert one(objects, "ClusterRoleBinding")["metadata"]["name"] == "crater-crater"
+
+
+def test_rbac_off_renders_no_role():
+    objects = render({"rbac": {"create": False}})
+    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Databases, Redis and secrets
+
+
+def test_bundled_postgresql_and_redis_by_default():
+    objects = render()
+    secret = one(objects, "Secret", "crater")["stringData"]
+    postgres = one(objects, "StatefulSet", "crater-postgresql")
+    [pg] = postgres["spec"]["template"]["spec"]["containers"]
+    assert pg["image"].startswith("postgres:")
+    assert one(objects, "Service", "crater-postgresql")["spec"]["ports"][0]["port"] == 5432
+    assert secret["database-url"] == (
+        f"postgresql://crater:{secret['postgres-password']}@crater-postgresql:5432/crater")
+    assert len(secret["postgres-password"]) == 32
+    [redis] = one(objects, "Deployment", "crater-redis")["spec"]["template"]["spec"]["containers"]
+    assert redis["image"].startswith("redis:")
+    assert "--requirepass" in redis["command"][-1]
+    assert secret["redis-url"] == f"redis://:{secret['redis-password']}@crater-redis:6379/0"
+    env = {e["name"]: e for e in crater_container(objects)["env"]}
+    assert env["CRATER_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "crater", "key": "database-url"}
+    assert env["REFLEX_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "crater", "key": "redis-url"}
+
+
+def test_external_postgresql_and_redis_replace_the_bundled_ones():
+    objects = render(EXTERNAL)
+    assert not by_kind(objects, "StatefulSet")
+    assert [o["metadata"]["name"] for o in by_kind(objects, "Deployment")] == ["crater"]
+    assert {o["metadata"]["name"] for o in by_kind(objects, "Service")} == {"crater"}
+    secret = one(objects, "Secret", "crater")["stringData"]
+    assert secret["database-url"] == EXTERNAL["externalDatabase"]["url"]
+    assert secret["redis-url"] == EXTERNAL["externalRedis"]["url"]
+    assert "postgres-password" not in secret and "redis-password" not in secret
+
+
+def test_no_database_means_sqlite_on_the_data_volume_and_one_replica():
+    objects = render({"postgresql": {"enabled": False}, "redis": {"enabled": False}})
+    names = {e["name"] for e in crater_container(objects)["env"]}
+    assert "CRATER_DATABASE_URL" not in names and "REFLEX_REDIS_URL" not in names
+    assert "database-url" not in one(objects, "Secret")["stringData"]
+    assert "needs PostgreSQL" in render_error({"postgresql": {"enabled": False}, "replicaCount": 2})
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"externalDatabase": {"url": "postgresql://x@db/crater"}}, "postgresql.enabled and externalDatabase.url are exclusive"),
+    ({"externalRedis": {"url": "redis://r:6379/0"}}, "redis.enabled and externalRedis.url are exclusive"),
+    ({"kube": {"namespaceMode": "per-user"}}, 'kube.namespaceMode must be shared or per-project, not "per-user"'),
+    ({"replicaCount": 2}, "ReadWriteOnce data volume"),
+])
+def test_values_that_cannot_work_together_are_refused(values, message):
+    assert message in render_error(values)
+
+
+def test_given_passwords_are_used():
+    secret = one(render({"crater": {"adminPassword": "adm-1", "secretKey": "key-1"},
+                         "postgresql": {"password": "pg-1"}}), "Secret")["stringData"]
+    assert secret["admin-password"] == "adm-1"
+    assert secret["secret-key"] == "key-1"
+    assert secret["database-url"] == "postgresql://crater:pg-1@crater-postgresql:5432/crater"
+
+
+def test_an_existing_secret_replaces_the_chart_secret_everywhere():
+    objects = render({"existingSecret": "crater-settings"})
+    assert not by_kind(objects, "Secret")
+    refs = secret_refs(objects)
+    assert refs and set(refs) == {"crater-settings"}
+    keys = {e["name"]: e["valueFrom"]["secretKeyRef"]["key"] for e in crater_container(objects)["env"]}
+    assert keys == {"CRATER_ADMIN_PASSWORD": "admin-password", "CRATER_SECRET_KEY": "secret-key",
+                    "CRATER_DATABASE_URL": "database-url", "REFLEX_REDIS_URL": "redis-url"}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Ingress
+
+
+def test_no_ingress_by_default():
+    assert not by_kind(render(), "Ingress")
+    assert "CRATER_PUBLIC_URLS" not in one(render(), "ConfigMap")["data"]
+
+
+def test_ingress_with_class_and_tls_routes_everything_to_the_service_and_sets_the_public_url():
+    objects = render(INGRESS_TLS)
+    ingress = one(objects, "Ingress", "crater")
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert ingress["spec"]["tls"] == [{"secretName": "crater-tls", "hosts": ["crater.example.com"]}]
+    [rule] = ingress["spec"]["rules"]
+    assert rule["host"] == "crater.example.com"
+    assert rule["http"]["paths"] == [{"path": "/", "pathType": "Prefix",
+                                      "backend": {"service": {"name": "crater", "port": {"name": "http"}}}}]
+    assert one(objects, "ConfigMap")["data"]["CRATER_PUBLIC_URLS"] == "https://crater.example.com"
+
+
+def test_ingress_without_tls_gives_an_http_public_url_and_explicit_urls_win():
+    plain = {"ingress": {"enabled": True, "hosts": ["a.example.com", "b.example.com"]}}
+    assert one(render(plain), "ConfigMap")["data"]["CRATER_PUBLIC_URLS"] == "http://a.example.com,http://b.example.com"
+    explicit = {**plain, "crater": {"publicUrls": ["https://x.example.com"]}}
+    assert one(render(explicit), "ConfigMap")["data"]["CRATER_PUBLIC_URLS"] == "https://x.example.com"
+    assert "ingressClassName" not in one(render(plain), "Ingress")["spec"]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Security contexts
+
+
+@pytest.mark.parametrize("case", sorted(VALUE_SETS))
+def test_every_pod_runs_as_non_root_without_privilege_escalation(case):
+    for name, spec in pod_specs(render(VALUE_SETS[case])):
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["runAsUser"] != 0, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        assert not spec.get("hostNetwork") and not spec.get("hostPID") and not spec.get("hostIPC"), name
+        assert not [v for v in spec.get("volumes", []) if "hostPath" in v], name
+        for container in spec["containers"]:
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False, f"{name}/{container['name']}"
+            assert context.get("privileged", False) is False, f"{name}/{container['name']}"
+            assert context["capabilities"] == {"drop": ["ALL"]}, f"{name}/{container['name']}"
+
+
+def test_only_crater_mounts_a_service_account_token():
+    for name, spec in pod_specs(render()):
+        assert spec["automountServiceAccountToken"] is (name == "crater"), name
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Persistence and spaces
+
+
+def test_data_volume_is_a_claim_mounted_at_the_data_dir():
+    objects = render()
+    claim = one(objects, "PersistentVolumeClaim", "crater-data")
+    assert claim["metadata"]["namespace"] == RELEASE_NS
+    assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
+    spec = one(objects, "Deployment", "crater")["spec"]["template"]["spec"]
+    [data] = [v for v in spec["volumes"] if v["name"] == "data"]
+    assert data["persistentVolumeClaim"] == {"claimName": "crater-data"}
+    mounts = {m["name"]: m["mountPath"] for m in crater_container(objects)["volumeMounts"]}
+    assert mounts["data"] == one(objects, "ConfigMap")["data"]["CRATER_DATA_DIR"] == "/var/lib/crater"
+
+
+def test_an_existing_data_claim_is_used_and_none_is_made():
+    objects = render({"persistence": {"existingClaim": "my-data"}})
+    assert "crater-data" not in [o["metadata"]["name"] for o in by_kind(objects, "PersistentVolumeClaim")]
+    spec = one(objects, "Deployment", "crater")["spec"]["template"]["spec"]
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "my-data"}} in spec["volumes"]
+
+
+def test_spaces_claim_is_made_in_the_jobs_namespace_and_named_to_crater():
+    objects = render({"kube": {"spaces": {"claimName": "team-spaces", "storageClass": "cephfs"}}})
+    claim = one(objects, "PersistentVolumeClaim", "team-spaces")
+    assert claim["metadata"]["namespace"] == JOBS_NS
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["storageClassName"] == "cephfs"
+    assert one(objects, "Namespace", JOBS_NS)
+    assert one(objects, "ConfigMap")["data"]["CRATER_KUBE_SPACES_CLAIM"] == "team-spaces"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# helm test
+
+
+def test_helm_test_pod_asks_the_service_for_healthz():
+    pod = one(render(), "Pod")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert pod["spec"]["restartPolicy"] == "Never"
+    [container] = pod["spec"]["containers"]
+    assert container["command"][0] == "curl" and "--fail" in container["command"]
+    assert container["args"] == ["http://crater.crater.svc:3000/healthz"]
