@@ -477,3 +477,33 @@ def test_helm_test_pod_asks_the_service_for_healthz():
     [container] = pod["spec"]["containers"]
     assert container["command"][0] == "curl" and "--fail" in container["command"]
     assert container["args"] == ["http://crater.crater.svc:3000/healthz"]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The values reference
+
+
+def _leaf_paths(values: dict, prefix: str = "") -> set[str]:
+    paths = set()
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        paths |= _leaf_paths(value, f"{path}.") if isinstance(value, dict) and value else {path}
+    return paths
+
+
+def test_the_readme_documents_every_value_and_only_real_ones():
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    readme = (CHART / "README.md").read_text().split("## Values", 1)[1].split("\n## ", 1)[0]
+    documented = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `")}
+    missing = sorted(p for p in _leaf_paths(values)
+                     if not any(p == d or p.startswith(d + ".") for d in documented))
+    assert not missing, f"values without a row in deploy/helm/crater/README.md: {missing}"
+
+    def exists(path: str) -> bool:
+        node = values
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
+    assert not [d for d in documented if not exists(d)], "README rows for values that do not exist"
