@@ -31,12 +31,12 @@ K8S_VERSION = kubernetes_validate.latest_version()
 #: what Crater's Kubernetes backend does, per (API group, resource): the only grants the chart may give
 CLUSTER_RULES = {
     ("", "nodes"): {"get", "list", "watch"},
+    ("", "pods"): {"get", "list", "watch"},  # the inventory counts every pod's requests, in every namespace
     ("scheduling.volcano.sh", "queues"): {"create", "get", "list", "watch", "update", "patch", "delete"},
 }
 NAMESPACED_RULES = {
     ("batch.volcano.sh", "jobs"): {"create", "get", "list", "watch", "delete", "patch"},
     ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch"},
-    ("", "pods"): {"get", "list", "watch"},
     ("", "pods/log"): {"get"},
     ("", "events"): {"get", "list", "watch"},
     ("", "services"): {"create", "get", "list", "watch", "delete"},
@@ -231,6 +231,25 @@ def test_every_crater_setting_the_chart_sets_is_one_crater_reads(case):
     names = {n for n in env_names(render(VALUE_SETS[case])) if n.startswith("CRATER_")}
     unknown = sorted(n for n in names if n.removeprefix("CRATER_") not in fields)
     assert not unknown, f"the chart sets settings crater_app/settings.py does not have: {unknown}"
+
+
+def test_optional_kube_settings_are_set_only_when_given():
+    defaults = one(render(), "ConfigMap")["data"]
+    optional = ("CRATER_KUBE_ACCELERATORS", "CRATER_KUBE_MODEL_LABELS", "CRATER_KUBE_SERVICE_ACCOUNT",
+                "CRATER_KUBE_IMAGE_PULL_POLICY", "CRATER_KUBE_IMAGE_PULL_SECRETS", "CRATER_KUBE_PRIORITY_CLASS")
+    assert not [n for n in optional if n in defaults]  # Crater's own defaults apply
+    data = one(render({"kube": {
+        "accelerators": ["nvidia.com/gpu", "example.com/npu"],
+        "modelLabels": {"example.com/npu": "example.com/npu.model", "amd.com/gpu": "amd.com/gpu.family"},
+        "jobServiceAccount": "jobs", "imagePullPolicy": "Always", "imagePullSecrets": ["a", "b"],
+        "priorityClass": "batch-low", "schedulerName": "volcano-2"}}), "ConfigMap")["data"]
+    assert data["CRATER_KUBE_ACCELERATORS"] == "nvidia.com/gpu,example.com/npu"
+    assert data["CRATER_KUBE_MODEL_LABELS"] == "amd.com/gpu=amd.com/gpu.family,example.com/npu=example.com/npu.model"
+    assert data["CRATER_KUBE_SERVICE_ACCOUNT"] == "jobs"
+    assert data["CRATER_KUBE_IMAGE_PULL_POLICY"] == "Always"
+    assert data["CRATER_KUBE_IMAGE_PULL_SECRETS"] == "a,b"
+    assert data["CRATER_KUBE_PRIORITY_CLASS"] == "batch-low"
+    assert data["CRATER_KUBE_SCHEDULER"] == "volcano-2"
 
 
 def test_crater_settings_parse_the_chart_configmap(monkeypatch):
