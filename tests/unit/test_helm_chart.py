@@ -186,6 +186,15 @@ def test_every_rendered_object_passes_the_kubernetes_schemas_strictly(case):
             pytest.fail(f"{case}: {obj['kind']} {obj['metadata']['name']}: {exc.message} at {list(exc.path)}")
 
 
+def test_helm_lint_strict_finds_nothing_above_info():
+    for values in ({}, VALUE_SETS["per-project"], VALUE_SETS["external-services-ingress"]):
+        done = subprocess.run([helm_python(), str(RENDER), str(CHART), "--lint", "--values", json.dumps(values)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["errors"] == [] and not [m for m in report["messages"] if m["severity"] >= 2], report
+
+
 def test_the_chart_renders_its_notes():
     notes = render_files()["crater/templates/NOTES.txt"]
     assert "port-forward service/crater 3000:3000" in notes
@@ -374,7 +383,10 @@ def test_no_database_means_sqlite_on_the_data_volume_and_one_replica():
 @pytest.mark.parametrize("values, message", [
     ({"externalDatabase": {"url": "postgresql://x@db/crater"}}, "postgresql.enabled and externalDatabase.url are exclusive"),
     ({"externalRedis": {"url": "redis://r:6379/0"}}, "redis.enabled and externalRedis.url are exclusive"),
-    ({"kube": {"namespaceMode": "per-user"}}, 'kube.namespaceMode must be shared or per-project, not "per-user"'),
+    ({"kube": {"namespaceMode": "per-user"}}, "at '/kube/namespaceMode': value must be one of 'shared', 'per-project'"),
+    ({"ingres": {"enabled": True}}, "additional properties 'ingres' not allowed"),
+    ({"persistence": {"size": "10 GB"}}, "at '/persistence/size'"),
+    ({"externalDatabase": {"url": "mysql://db/crater"}, "postgresql": {"enabled": False}}, "at '/externalDatabase/url'"),
     ({"replicaCount": 2}, "ReadWriteOnce data volume"),
 ])
 def test_values_that_cannot_work_together_are_refused(values, message):
