@@ -1,10 +1,7 @@
-"""The Helm chart (deploy/helm/crater), rendered by the real Helm engine and checked object by object.
-
-The chart is rendered by ``deploy/helm/render.py`` under the Helm venv's interpreter (``make helm-venv``, the
-``helm-python-sdk`` library; ``CRATER_HELM_PYTHON`` names it, the Makefile exports it), as a subprocess, because
-that library lives outside Crater's venv. Every rendered object is validated against the Kubernetes schemas
-(``kubernetes-validate``, strict: unknown fields are errors), and then the behaviour is asserted: probes, RBAC
-verbs, databases, ingress, secrets, security contexts, and that Crater reads every setting the chart sets.
+"""The Helm chart (deploy/helm/crater), rendered by the real Helm engine (``tests/helm_chart.py``) and checked
+object by object: every rendered object against the Kubernetes schemas (``kubernetes-validate``, strict: unknown
+fields are errors), then probes, settings Crater reads, databases, ingress, persistence, ``helm test`` and the
+values reference. RBAC, security contexts and secrets: ``test_helm_chart_access.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from functools import lru_cache
 from pathlib import Path
 
 import kubernetes_validate
@@ -20,155 +16,12 @@ import pytest
 import yaml
 
 from crater_app.settings import Settings
+from tests.helm_chart import (
+    CHART, EXTERNAL, INGRESS_TLS, JOBS_NS, RELEASE_NS, RENDER, VALUE_SETS, by_kind, crater_container, env_names,
+    helm_python, one, pod_specs, render, render_error, render_files,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "deploy" / "helm" / "crater"
-RENDER = ROOT / "deploy" / "helm" / "render.py"
-RELEASE_NS = "crater"
-JOBS_NS = "crater-jobs"
 K8S_VERSION = kubernetes_validate.latest_version()
-
-#: what Crater's Kubernetes backend does, per (API group, resource): the only grants the chart may give
-CLUSTER_RULES = {
-    ("", "nodes"): {"get", "list", "watch"},
-    ("", "pods"): {"get", "list", "watch"},  # the inventory counts every pod's requests, in every namespace
-    ("scheduling.volcano.sh", "queues"): {"create", "get", "list", "watch", "update", "patch", "delete"},
-}
-NAMESPACED_RULES = {
-    ("batch.volcano.sh", "jobs"): {"create", "get", "list", "watch", "delete", "patch"},
-    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch"},
-    ("", "pods/log"): {"get"},
-    ("", "events"): {"get", "list", "watch"},
-    ("", "services"): {"create", "get", "list", "watch", "delete"},
-}
-PER_PROJECT_RULES = {
-    ("", "namespaces"): {"create", "get", "list", "watch"},
-    ("networking.k8s.io", "networkpolicies"): {"create", "get", "list", "watch", "patch"},
-}
-
-EXTERNAL = {
-    "postgresql": {"enabled": False},
-    "externalDatabase": {"url": "postgresql://crater:pw@db.example.internal:5432/crater"},
-    "redis": {"enabled": False},
-    "externalRedis": {"url": "redis://:pw@redis.example.internal:6379/0"},
-}
-INGRESS_TLS = {
-    "ingress": {
-        "enabled": True,
-        "className": "nginx",
-        "hosts": ["crater.example.com"],
-        "tls": [{"secretName": "crater-tls", "hosts": ["crater.example.com"]}],
-    }
-}
-#: value sets every structural check runs on
-VALUE_SETS = {
-    "defaults": {},
-    "external-services-ingress": {**EXTERNAL, **INGRESS_TLS, "replicaCount": 2,
-                                  "persistence": {"accessModes": ["ReadWriteMany"]}},
-    "per-project": {"kube": {"namespaceMode": "per-project"}},
-    "sqlite-no-persistence": {"postgresql": {"enabled": False}, "redis": {"enabled": False},
-                              "persistence": {"enabled": False}},
-    "existing-secret": {"existingSecret": "crater-settings", "crater": {"publicUrls": ["https://gpu.example.org"]}},
-}
-
-
-def helm_python() -> str:
-    """The Helm venv's interpreter; fails (never skips) the test when it is missing."""
-    path = os.environ.get("CRATER_HELM_PYTHON") or str(ROOT / ".venv-helm" / "bin" / "python")
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"the Helm venv's interpreter {path} is missing: run `make helm-venv` (or `make install`), "
-                    "which installs helm-python-sdk (deploy/helm/requirements.txt) into .venv-helm")
-    return path
-
-
-@lru_cache(maxsize=None)
-def _run(values_json: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [helm_python(), str(RENDER), str(CHART), "--values", values_json, "--name", "crater", "--namespace", RELEASE_NS],
-        capture_output=True, text=True, timeout=120,
-    )
-
-
-def render_files(values: dict | None = None) -> dict[str, str]:
-    """Template path -> rendered text, for ``values`` over the chart's own; fails the test on a render error."""
-    done = _run(json.dumps(values or {}, sort_keys=True))
-    if done.returncode != 0:
-        pytest.fail(f"helm render failed (rc {done.returncode}): {done.stderr.strip()}")
-    return json.loads(done.stdout)["manifests"]
-
-
-def render(values: dict | None = None) -> list[dict]:
-    """Every object the chart renders for ``values`` (NOTES.txt left out)."""
-    objects = []
-    for path, text in sorted(render_files(values).items()):
-        if path.endswith("NOTES.txt"):
-            continue
-        objects.extend(doc for doc in yaml.safe_load_all(text) if doc)
-    return objects
-
-
-def render_error(values: dict) -> str:
-    """Helm's message when the chart refuses ``values`` (render.py exits 2)."""
-    done = _run(json.dumps(values, sort_keys=True))
-    assert done.returncode == 2, f"the chart accepted {values} (rc {done.returncode}): {done.stderr}"
-    return done.stderr
-
-
-def by_kind(objects: list[dict], kind: str) -> list[dict]:
-    return [o for o in objects if o["kind"] == kind]
-
-
-def one(objects: list[dict], kind: str, name: str | None = None) -> dict:
-    found = [o for o in by_kind(objects, kind) if name is None or o["metadata"]["name"] == name]
-    assert len(found) == 1, f"expected one {kind} {name or ''}, found {[o['metadata']['name'] for o in found]}"
-    return found[0]
-
-
-def crater_container(objects: list[dict]) -> dict:
-    [container] = one(objects, "Deployment", "crater")["spec"]["template"]["spec"]["containers"]
-    return container
-
-
-def pod_specs(objects: list[dict]) -> list[tuple[str, dict]]:
-    """(name, pod spec) of every workload and bare pod."""
-    specs = [(o["metadata"]["name"], o["spec"]["template"]["spec"])
-             for o in objects if o["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job")]
-    specs += [(o["metadata"]["name"], o["spec"]) for o in by_kind(objects, "Pod")]
-    return specs
-
-
-def grants(role: dict) -> dict[tuple[str, str], set[str]]:
-    """(API group, resource) -> verbs of a Role or ClusterRole; a resource granted twice fails."""
-    out: dict[tuple[str, str], set[str]] = {}
-    for rule in role["rules"]:
-        assert set(rule) <= {"apiGroups", "resources", "verbs"}, f"unexpected rule fields: {rule}"
-        for group in rule["apiGroups"]:
-            for resource in rule["resources"]:
-                assert (group, resource) not in out, f"{group}/{resource} granted twice in {role['metadata']['name']}"
-                out[(group, resource)] = set(rule["verbs"])
-    return out
-
-
-def secret_refs(objects: list[dict]) -> list[str]:
-    """The Secret names every container's env refers to."""
-    names = []
-    for _, spec in pod_specs(objects):
-        for container in spec["containers"]:
-            for env in container.get("env", []):
-                ref = env.get("valueFrom", {}).get("secretKeyRef")
-                if ref:
-                    names.append(ref["name"])
-            names += [e["secretRef"]["name"] for e in container.get("envFrom", []) if "secretRef" in e]
-    return names
-
-
-def env_names(objects: list[dict]) -> set[str]:
-    """Every environment variable Crater's container gets: its ConfigMap's keys and its own env entries."""
-    container = crater_container(objects)
-    names = {e["name"] for e in container.get("env", [])}
-    for source in container["envFrom"]:
-        names |= set(one(objects, "ConfigMap", source["configMapRef"]["name"])["data"])
-    return names
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -290,55 +143,6 @@ def test_configmap_changes_roll_the_pods():
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# RBAC: exactly what Crater uses
-
-
-def test_shared_namespace_rbac_is_cluster_kinds_cluster_wide_and_the_rest_in_the_jobs_namespace():
-    objects = render()
-    cluster_role = one(objects, "ClusterRole")
-    assert grants(cluster_role) == CLUSTER_RULES
-    role = one(objects, "Role")
-    assert role["metadata"]["namespace"] == JOBS_NS
-    assert grants(role) == NAMESPACED_RULES
-    binding = one(objects, "RoleBinding")
-    assert binding["metadata"]["namespace"] == JOBS_NS
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
-    cluster_binding = one(objects, "ClusterRoleBinding")
-    assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
-    for b in (binding, cluster_binding):
-        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "crater", "namespace": RELEASE_NS}]
-
-
-def test_per_project_namespaces_grant_namespaces_and_network_policies_cluster_wide():
-    objects = render({"kube": {"namespaceMode": "per-project"}})
-    assert grants(one(objects, "ClusterRole")) == {**CLUSTER_RULES, **NAMESPACED_RULES, **PER_PROJECT_RULES}
-    assert not by_kind(objects, "Role") and not by_kind(objects, "RoleBinding")
-    assert not by_kind(objects, "Namespace")  # Crater creates the project namespaces itself
-    assert one(objects, "ConfigMap")["data"]["CRATER_KUBE_NAMESPACE_MODE"] == "per-project"
-
-
-@pytest.mark.parametrize("case", sorted(VALUE_SETS))
-def test_no_wildcard_and_no_kind_beyond_the_list(case):
-    allowed = {**CLUSTER_RULES, **NAMESPACED_RULES, **PER_PROJECT_RULES}
-    for role in by_kind(render(VALUE_SETS[case]), "Role") + by_kind(render(VALUE_SETS[case]), "ClusterRole"):
-        for rule in role["rules"]:
-            assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"], rule
-        for key, verbs in grants(role).items():
-            assert key in allowed and verbs <= allowed[key], f"{role['kind']} grants {key}: {verbs}"
-
-
-def test_cluster_scoped_names_carry_the_release_namespace():
-    objects = render()
-    assert one(objects, "ClusterRole")["metadata"]["name"] == "crater-crater"
-    assert one(objects, "ClusterRoleBinding")["metadata"]["name"] == "crater-crater"
-
-
-def test_rbac_off_renders_no_role():
-    objects = render({"rbac": {"create": False}})
-    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")]
-
-
-# ------------------------------------------------------------------------------------------------------------------
 # Databases, Redis and secrets
 
 
@@ -393,24 +197,6 @@ def test_values_that_cannot_work_together_are_refused(values, message):
     assert message in render_error(values)
 
 
-def test_given_passwords_are_used():
-    secret = one(render({"crater": {"adminPassword": "adm-1", "secretKey": "key-1"},
-                         "postgresql": {"password": "pg-1"}}), "Secret")["stringData"]
-    assert secret["admin-password"] == "adm-1"
-    assert secret["secret-key"] == "key-1"
-    assert secret["database-url"] == "postgresql://crater:pg-1@crater-postgresql:5432/crater"
-
-
-def test_an_existing_secret_replaces_the_chart_secret_everywhere():
-    objects = render({"existingSecret": "crater-settings"})
-    assert not by_kind(objects, "Secret")
-    refs = secret_refs(objects)
-    assert refs and set(refs) == {"crater-settings"}
-    keys = {e["name"]: e["valueFrom"]["secretKeyRef"]["key"] for e in crater_container(objects)["env"]}
-    assert keys == {"CRATER_ADMIN_PASSWORD": "admin-password", "CRATER_SECRET_KEY": "secret-key",
-                    "CRATER_DATABASE_URL": "database-url", "REFLEX_REDIS_URL": "redis-url"}
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # Ingress
 
@@ -438,30 +224,6 @@ def test_ingress_without_tls_gives_an_http_public_url_and_explicit_urls_win():
     explicit = {**plain, "crater": {"publicUrls": ["https://x.example.com"]}}
     assert one(render(explicit), "ConfigMap")["data"]["CRATER_PUBLIC_URLS"] == "https://x.example.com"
     assert "ingressClassName" not in one(render(plain), "Ingress")["spec"]
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Security contexts
-
-
-@pytest.mark.parametrize("case", sorted(VALUE_SETS))
-def test_every_pod_runs_as_non_root_without_privilege_escalation(case):
-    for name, spec in pod_specs(render(VALUE_SETS[case])):
-        assert spec["securityContext"]["runAsNonRoot"] is True, name
-        assert spec["securityContext"]["runAsUser"] != 0, name
-        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
-        assert not spec.get("hostNetwork") and not spec.get("hostPID") and not spec.get("hostIPC"), name
-        assert not [v for v in spec.get("volumes", []) if "hostPath" in v], name
-        for container in spec["containers"]:
-            context = container["securityContext"]
-            assert context["allowPrivilegeEscalation"] is False, f"{name}/{container['name']}"
-            assert context.get("privileged", False) is False, f"{name}/{container['name']}"
-            assert context["capabilities"] == {"drop": ["ALL"]}, f"{name}/{container['name']}"
-
-
-def test_only_crater_mounts_a_service_account_token():
-    for name, spec in pod_specs(render()):
-        assert spec["automountServiceAccountToken"] is (name == "crater"), name
 
 
 # ------------------------------------------------------------------------------------------------------------------
