@@ -60,7 +60,8 @@ def helm_python() -> str:
 @lru_cache(maxsize=None)
 def _run(values_json: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [helm_python(), str(RENDER), str(CHART), "--values", values_json, "--name", "crater", "--namespace", RELEASE_NS],
+        [helm_python(), str(RENDER), str(CHART), "--values", values_json,
+         "--name", "crater", "--namespace", RELEASE_NS],
         capture_output=True, text=True, timeout=120,
     )
 

@@ -8,7 +8,8 @@ Go library behind a C ABI; Crater's own venv does not need it)::
 Prints ``{"manifests": {"<chart>/templates/<file>": "<rendered text>", ...}, "helm": "<version>"}`` on stdout and
 exits 0, or prints Helm's message on stderr and exits 2 when the chart refuses the values (``values.schema.json``, a
 template's ``fail``) or cannot be loaded. With ``--lint``, prints ``helm lint --strict``'s report instead
-(``{"total_charts_linted", "messages": [{"severity", "path", "error"}], "errors"}``). No cluster is contacted: ``lookup`` returns nothing, so generated secrets are random each run.
+(``{"total_charts_linted", "messages": [{"severity", "path", "error"}], "errors"}``). No cluster is contacted:
+``lookup`` returns nothing, so generated secrets are random each run.
 Only the standard library and ``helm_python`` are imported.
 """
 

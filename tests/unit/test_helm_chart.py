@@ -185,12 +185,14 @@ def test_no_database_means_sqlite_on_the_data_volume_and_one_replica():
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"externalDatabase": {"url": "postgresql://x@db/crater"}}, "postgresql.enabled and externalDatabase.url are exclusive"),
+    ({"externalDatabase": {"url": "postgresql://x@db/crater"}},
+     "postgresql.enabled and externalDatabase.url are exclusive"),
     ({"externalRedis": {"url": "redis://r:6379/0"}}, "redis.enabled and externalRedis.url are exclusive"),
     ({"kube": {"namespaceMode": "per-user"}}, "at '/kube/namespaceMode': value must be one of 'shared', 'per-project'"),
     ({"ingres": {"enabled": True}}, "additional properties 'ingres' not allowed"),
     ({"persistence": {"size": "10 GB"}}, "at '/persistence/size'"),
-    ({"externalDatabase": {"url": "mysql://db/crater"}, "postgresql": {"enabled": False}}, "at '/externalDatabase/url'"),
+    ({"externalDatabase": {"url": "mysql://db/crater"}, "postgresql": {"enabled": False}},
+     "at '/externalDatabase/url'"),
     ({"replicaCount": 2}, "ReadWriteOnce data volume"),
 ])
 def test_values_that_cannot_work_together_are_refused(values, message):

@@ -55,7 +55,8 @@ def test_shared_namespace_rbac_is_cluster_kinds_cluster_wide_and_the_rest_in_the
     assert grants(role) == NAMESPACED_RULES
     binding = one(objects, "RoleBinding")
     assert binding["metadata"]["namespace"] == JOBS_NS
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": role["metadata"]["name"]}
     cluster_binding = one(objects, "ClusterRoleBinding")
     assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
     for b in (binding, cluster_binding):
