@@ -40,7 +40,7 @@ CAPABILITIES = frozenset({HOST_PROCESSES, RUNS_IMAGES, ENFORCES_DEADLINES, MULTI
                           PVC_VOLUMES})
 
 #: what a workload does when one of its replicas fails or is evicted (Volcano ``policies``: ``RestartJob``,
-#: ``AbortJob`` → failed, none → ignore): the job spec's rule, :data:`crater_app.domain.job_kinds.RESTART_POLICIES`
+#: ``TerminateJob`` → failed, none → ignore): the job spec's rule, :data:`crater_app.domain.job_kinds.RESTART_POLICIES`
 RESTART_POLICIES = job_kinds.RESTART_POLICIES
 
 

@@ -4,7 +4,7 @@ Given which replicas have ended and how, :func:`decide` says what the backend do
 Job ``policies`` and its completion rule:
 
 1. A replica that failed (non-zero exit, killed, or lost) under ``restart_policy``:
-   ``fail`` (``PodFailed`` -> ``AbortJob``): stop the others, the workload fails, naming that replica;
+   ``fail`` (``PodFailed`` -> ``TerminateJob``): stop the others, the workload fails, naming that replica;
    ``restart`` (``PodFailed`` -> ``RestartJob``): stop every replica and start the whole gang again, at most
    ``max_retry`` times (then as ``fail``); ``ignore`` (no policy): carry on.
 2. A task with ``ends_job`` (``TaskCompleted`` -> ``CompleteJob``: a PyTorch master, an MPI launcher) whose replicas

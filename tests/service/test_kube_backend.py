@@ -4,6 +4,7 @@ a Job, foreground deletion, queue drift, 410 re-lists, logs per pod, manifests v
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import datetime, timezone
 
@@ -11,7 +12,7 @@ import pytest
 
 from crater_app.cluster.base import Port, Task, Workload
 from crater_app.cluster.kube.backend import KubernetesBackend
-from crater_app.cluster.kube.object_names import job_name, project_queue_name
+from crater_app.cluster.kube.object_names import job_name, member_queue_name, others_queue_name, project_queue_name
 from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.status import ANNOTATION_STOP
 from crater_app.domain.jobs import JobPhase
@@ -267,3 +268,26 @@ def test_a_session_has_its_service_among_its_manifests(kube, kube_api, kube_clus
     assert kube_api.store.peek("", "services", NS, f"{job_name(w.uid)}-session") is not None
     for obj in be.manifests(w.uid):
         validate(obj)
+
+
+def test_jobs_of_a_project_with_shares_go_to_leaf_queues(kube, kube_api, kube_client, options):
+    """With member shares the project's Queue has children, and Volcano places jobs only in leaf queues: a member
+    with a share submits to their own child queue, the others to the project's others queue - read from the cached
+    Queues, so that a Crater process that never synced them (another web worker) picks the same."""
+    be = kube()
+    quota = parse_quota({"capability": {"nvidia.com/gpu": 8}, "deserved": {"nvidia.com/gpu": 4}})
+    be.ensure_queue("vision", quota, {"alice": parse_quota({"capability": {"nvidia.com/gpu": 2}})})
+    member, others = member_queue_name("vision", "alice", options), others_queue_name("vision", options)
+    worker = KubernetesBackend(options, kube_client)  # another process: it has synced no queue
+    try:
+        worker.adopt()
+        wait_for(lambda: member in worker.cache.queues and others in worker.cache.queues)
+        alice, bob = make_workload(), dataclasses.replace(make_workload(), user="bob")
+        worker.create(alice)
+        worker.create(bob)
+        for w in (alice, bob):
+            wait_for(lambda w=w: kube_api.store.peek(*VC, NS, job_name(w.uid)) is not None)
+        assert [kube_api.store.peek(*VC, NS, job_name(w.uid))["spec"]["queue"] for w in (alice, bob)] == \
+            [member, others]
+    finally:
+        worker.close()

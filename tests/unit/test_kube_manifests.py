@@ -218,7 +218,7 @@ def test_labels_are_slugs_and_raw_names_are_annotations():
 
 @pytest.mark.parametrize(("policy", "expected"), [
     ("restart", [{"events": ["PodEvicted", "PodFailed"], "action": "RestartJob"}]),
-    ("fail", [{"events": ["PodEvicted", "PodFailed"], "action": "AbortJob"}]),
+    ("fail", [{"events": ["PodEvicted", "PodFailed"], "action": "TerminateJob"}]),
     ("ignore", []),
 ])
 def test_restart_policies(policy, expected):
@@ -262,6 +262,21 @@ def test_plugins_per_kind(w, expected):
 def test_rendezvous_port_comes_from_the_options():
     w = workload(task("master"), task("worker"), kind="pytorch")
     assert "--port=29500" in job_plugins(w, KubeOptions(rendezvous_port=29500))["pytorch"]
+
+
+def test_the_rendezvous_port_the_spec_gives_its_master_wins():
+    """The job spec's ``pytorchjob-port`` on the master (what the local backend and the containers use) is what
+    Volcano's plugin is told, not the options' default."""
+    master = task("master", ports=(Port("pytorchjob-port", 29400),))
+    w = workload(master, task("worker", ports=(Port("pytorchjob-port", 29400),)), kind="pytorch")
+    assert job_plugins(w, OPTIONS)["pytorch"][2] == "--port=29400"
+
+
+def test_the_mpi_launcher_is_pointed_at_its_workers_hosts():
+    w = workload(task("launcher"), task("worker", 2), kind="mpi")
+    launcher, worker = (t["template"]["spec"]["containers"][0] for t in volcano_job(w, OPTIONS)["spec"]["tasks"])
+    assert {"name": "CRATER_MPI_HOSTFILE", "value": "/etc/volcano/worker.host"} in launcher["env"]
+    assert all(e["name"] != "CRATER_MPI_HOSTFILE" for e in worker.get("env", []))
 
 
 def test_a_pytorch_job_of_three_tasks_is_refused():

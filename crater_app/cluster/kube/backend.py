@@ -32,7 +32,7 @@ from crater_app.cluster.kube.cache import ClusterCache
 from crater_app.cluster.kube.calls import ApiError, Calls
 from crater_app.cluster.kube.changes import ChangeLog
 from crater_app.cluster.kube.namespace_manifests import project_namespace_objects
-from crater_app.cluster.kube.object_names import namespace_of
+from crater_app.cluster.kube.object_names import member_queue_name, namespace_of, others_queue_name, project_queue_name
 from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.queue_manifest import project_queues
 from crater_app.cluster.kube.queues import QueueSync
@@ -133,6 +133,8 @@ class KubernetesBackend:
         attempt of a finished uid deletes the old Job, then creates the new one once it is gone. A call that fails
         is tried again by :meth:`tick`; one the API refuses (4xx) makes the workload ``Failed``."""
         with self._lock:
+            if not workload.queue:
+                workload = dataclasses.replace(workload, queue=self._queue_of(workload.project, workload.user))
             record = self.records.get(workload.uid)
             if record is not None and not record.next_run(workload, self.options, self.cache):
                 return
@@ -141,6 +143,17 @@ class KubernetesBackend:
             self.cache.gone_pods.pop(workload.uid, None)  # an earlier run's pods say nothing of this one
             self._refresh(record)
         self._push(record)
+
+    def _queue_of(self, project: str, user: str) -> str:
+        """The leaf queue a job of ``user`` in ``project`` goes to, from the cached Queues (every Crater process sees
+        them, not only the one that synced them): the member's child queue where the member has a share, else the
+        project's others queue where the project's queue has children (Volcano places jobs only in leaf queues),
+        else the project's queue."""
+        member = member_queue_name(project, user, self.options)
+        if member in self.cache.queues:
+            return member
+        others = others_queue_name(project, self.options)
+        return others if others in self.cache.queues else project_queue_name(project, self.options)
 
     def create_many(self, workloads: list[Workload]) -> None:
         """:meth:`create` for each (Kubernetes has no transaction across objects)."""

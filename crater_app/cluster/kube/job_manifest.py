@@ -9,6 +9,8 @@ user guide (``docs/user-guide/how_to_use_job_policy.md``, ``how_to_use_pytorch_p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from crater_app.cluster.base import RESTART_POLICIES, Task, Workload
 from crater_app.cluster.kube.object_names import (ANNOTATION_ATTEMPT, ANNOTATION_JOB_NAME, ANNOTATION_PROJECT,
                                                   ANNOTATION_USER, LABEL_KIND, job_name, max_task_name_chars,
@@ -17,6 +19,7 @@ from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.pod_template import pod_template
 from crater_app.cluster.kube.session_manifest import session_service
 from crater_app.domain import field_paths
+from crater_app.domain.job_kinds import RENDEZVOUS_PORT_NAME
 from crater_app.domain.errors import InvalidInput
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -24,10 +27,14 @@ KIND = "Job"
 #: the events a replica's failure or eviction raises (Volcano ``PodFailed``, ``PodEvicted``)
 FAILURE_EVENTS = ("PodEvicted", "PodFailed")
 #: restart_policy -> the Volcano action on :data:`FAILURE_EVENTS`: ``RestartJob`` (all pods killed and made again,
-#: at most ``maxRetry`` times, then the Job is ``Failed``), ``AbortJob`` (running pods killed, finished ones kept
-#: for their logs, the Job ends ``Aborted``, which Crater reads as failed), none (Volcano's default: the Job goes on
-#: and ends ``Failed`` when fewer than ``minAvailable`` replicas succeeded)
-POLICY_ACTIONS = {"restart": "RestartJob", "fail": "AbortJob", "ignore": None}
+#: at most ``maxRetry`` times, then the Job is ``Failed``), ``TerminateJob`` (running pods killed, the Job ends
+#: ``Terminated``, which Crater reads as failed when it did not ask for the stop; unlike ``AbortJob``'s ``Aborted`` a
+#: ``Terminated`` Job cannot be resumed and is finished for Volcano's ``ttlSecondsAfterFinished`` collector), none
+#: (Volcano's default: the Job goes on and ends ``Failed`` when fewer than ``minAvailable`` replicas succeeded)
+POLICY_ACTIONS = {"restart": "RestartJob", "fail": "TerminateJob", "ignore": None}
+#: where Volcano's ``svc`` plugin writes a task's hosts in every pod (``/etc/volcano/<task>.host``): the MPI
+#: launcher's ``CRATER_MPI_HOSTFILE`` points at its worker task's, as the local backend's points at its own hostfile
+VOLCANO_HOSTS_DIR = "/etc/volcano"
 #: the ssh port of MPI replicas (Volcano's ``mpi`` plugin default)
 MPI_SSH_PORT = 22
 #: names a kind's leading task may have when no task says ``ends_job``
@@ -71,7 +78,8 @@ def roles(workload: Workload) -> tuple[Task, Task | None]:
 def job_plugins(workload: Workload, options: KubeOptions) -> dict[str, list[str]]:
     """The Job's ``plugins`` for its kind.
 
-    - ``pytorch``: ``pytorch: [--master=<leader>, --worker=<worker>, --port=<rendezvous_port>]`` (the plugin sets
+    - ``pytorch``: ``pytorch: [--master=<leader>, --worker=<worker>, --port=<port>]`` (the leader's port named
+      ``pytorchjob-port`` where the job spec gave it one, else ``options.rendezvous_port``; the plugin sets
       ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and ``RANK``, the leader's replica 0 being rank 0; an empty
       ``--worker=`` when there is no worker task) and ``svc``;
     - ``mpi``: ``mpi: [--master=<launcher>, --worker=<worker>, --port=22]`` (``MPI_HOST`` on the launcher; only with
@@ -86,8 +94,9 @@ def job_plugins(workload: Workload, options: KubeOptions) -> dict[str, list[str]
     plugins: dict[str, list[str]] = {}
     if workload.kind == "pytorch":
         leader, worker = roles(workload)
+        port = next((p.port for p in leader.ports if p.name == RENDEZVOUS_PORT_NAME), options.rendezvous_port)
         plugins["pytorch"] = [f"--master={leader.name}", f"--worker={worker.name if worker else ''}",
-                              f"--port={options.rendezvous_port}"]
+                              f"--port={port}"]
     elif workload.kind == "mpi":
         leader, worker = roles(workload)
         if worker is not None:
@@ -143,8 +152,11 @@ def volcano_job(workload: Workload, options: KubeOptions) -> dict:
     annotations = {ANNOTATION_JOB_NAME: workload.name, ANNOTATION_PROJECT: workload.project,
                    ANNOTATION_USER: workload.user, ANNOTATION_ATTEMPT: str(workload.attempt)}
     tasks = []
+    launcher, workers = roles(workload) if workload.kind == "mpi" else (None, None)
     for task in workload.tasks:
         entry: dict = {"name": task.name, "replicas": task.replicas}
+        if task is launcher and workers is not None:
+            task = replace(task, env={**task.env, "CRATER_MPI_HOSTFILE": f"{VOLCANO_HOSTS_DIR}/{workers.name}.host"})
         if task.ends_job:
             entry["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
         entry["template"] = pod_template(workload, task, options)

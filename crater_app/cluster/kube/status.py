@@ -19,7 +19,7 @@ Completed      Succeeded     (while a pod still holds its node: ``Running``, ``C
 Aborting       Stopping      a stop is under way (Crater's, or an ``AbortJob`` policy)
 Aborted        Cancelled     when Crater asked for the stop (:class:`Stop`), else ``Failed`` with the pod reason
                              that caused it (``Evicted``, ``OOMKilled``, ...)
-Terminating    Stopping      as Aborting
+Terminating    Stopping      as Aborting (a ``TerminateJob`` policy: restart_policy ``fail``)
 Terminated     Cancelled     as Aborted
 Failed         Failed        with the failing pod's reason (``OOMKilled``, ``Evicted``, ``DeadlineExceeded``,
                              ``Error`` with its exit code, ``Signaled``)
