@@ -14,7 +14,7 @@ RANKS = ["python3", "-c", "import os; print(os.environ.get('RANK'))"]
 
 def ddp(**over) -> dict:
     raw = {"name": "ddp", "kind": "pytorch", "restart_policy": "restart", "max_retry": 1, "shm_size": "64Mi",
-           "node_selector": {"zone": "a"}, "ttl_after_finished": 0,
+           "node_selector": {"zone": "a"}, "ttl_after_finished": 60,
            "volumes": [{"source": "pvc", "claim": "imagenet", "sub_path": "train", "mount_path": "/data",
                         "read_only": True}],
            "tasks": [{"name": "master", "command": RANKS, "resources": {"cpu": "100m", "memory": "128Mi"}},
@@ -34,7 +34,7 @@ def test_a_multi_task_job_is_written_with_its_tasks_and_totals_and_comes_back_as
     assert row.tasks[1]["resources"] == {"cpu": "100m", "memory": "2Gi"}
     assert row.min_available is None and row.kind == "pytorch"
     assert row.options == {"restart_policy": "restart", "max_retry": 1, "shm_size_bytes": 64 * 1024**2,
-                           "node_selector": {"zone": "a"}, "ttl_after_finished_s": 0,
+                           "node_selector": {"zone": "a"}, "ttl_after_finished_s": 60,
                            "volumes": [{"source": "pvc", "claim": "imagenet", "sub_path": "train",
                                         "mount_path": "/data", "read_only": True}]}
     w = jobs.workload_of(row, "default", "alice")
@@ -44,7 +44,7 @@ def test_a_multi_task_job_is_written_with_its_tasks_and_totals_and_comes_back_as
     assert worker.resources == ResourceList(cpu_m=100, memory_bytes=2 * GiB)
     assert master.ports == worker.ports == (Port("pytorchjob-port", 23456, "TCP"),)
     assert (w.kind, w.gang, w.restart_policy, w.max_retry, w.shm_size_bytes, w.ttl_after_finished_s) == (
-        "pytorch", 3, "restart", 1, 64 * 1024**2, 0)
+        "pytorch", 3, "restart", 1, 64 * 1024**2, 60)
     assert w.volumes == (Volume(source="pvc", mount_path="/data", sub_path="train", read_only=True, claim="imagenet"),)
     assert w.node_selector == {"zone": "a"} and w.resources == ResourceList(cpu_m=300, memory_bytes=row.memory_bytes)
 
