@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy import select as sa_select
 
-from crater_app.cluster.base import Port, Task, Volume, Workload
+from crater_app.cluster.base import HOST_PROCESSES, PVC_VOLUMES, Port, Task, Volume, Workload
 from crater_app.db.models import Job, Project
 from crater_app.db.queries.resource_lists import quota_list
 from crater_app.domain.gang_fit import NodeCapacity, check_gang, check_replicas
@@ -22,8 +22,26 @@ from crater_app.domain.job_volumes import parse_shm_size
 from crater_app.domain.jobs import JobSpec
 from crater_app.domain.resource_names import check_offered
 from crater_app.domain.resources import parse_resources
+from crater_app.domain.volume_claims import check_claims, check_volume_support
 from crater_app.services.context import ServiceContext
 from crater_app.services.nodes import capacity
+
+
+def check_volumes(ctx: ServiceContext, spec: JobSpec, project: str) -> None:
+    """Whether the job's ``volumes`` can be mounted, for a job of ``project`` (its name): the backend can mount them
+    (by its capabilities: none on a backend of host processes, ``pvc`` ones only with ``PVC_VOLUMES``), and every
+    ``pvc`` volume's claim is registered for the project (``CRATER_VOLUME_CLAIMS``) and is not the spaces claim
+    (``CRATER_KUBE_SPACES_CLAIM``) (:mod:`crater_app.domain.volume_claims`).
+
+    Raises:
+        InvalidInput: the errors of :func:`~crater_app.domain.volume_claims.check_volume_support` (naming
+            ``volumes[i]`` or ``volumes[i].source``) and :func:`~crater_app.domain.volume_claims.check_claims`
+            (naming ``volumes[i].claim``).
+    """
+    capabilities = ctx.backend.capabilities
+    check_volume_support(spec.volumes, host_processes=HOST_PROCESSES in capabilities,
+                         pvc_volumes=PVC_VOLUMES in capabilities)
+    check_claims(spec.volumes, project, ctx.settings.volume_claims, ctx.settings.kube_spaces_claim)
 
 
 def check_fits(ctx: ServiceContext, spec: JobSpec, plan: JobTasks, project_id: int) -> None:
