@@ -3,7 +3,9 @@ as the same workload (tasks, gang, options)."""
 
 from __future__ import annotations
 
-from crater_app.cluster.base import Port, Volume
+import pytest
+
+from crater_app.cluster.base import ENFORCES_DEADLINES, PVC_VOLUMES, Port, Volume
 from crater_app.domain.resources import ResourceList
 from crater_app.services import jobs
 from tests.helpers import job_row
@@ -22,6 +24,16 @@ def ddp(**over) -> dict:
                       "resources": {"cpu": "100m"}}]}
     raw.update(over)
     return raw
+
+
+@pytest.fixture
+def world(world, monkeypatch):
+    """A backend that mounts claims, the claim ``ddp`` mounts registered, and a node in the zone it asks for."""
+    ctx = world.ctx
+    monkeypatch.setattr(ctx.backend, "capabilities", frozenset({ENFORCES_DEADLINES, PVC_VOLUMES}))
+    monkeypatch.setattr(ctx, "settings", ctx.settings.model_copy(update={"volume_claims": {"imagenet": ["*"]}}))
+    monkeypatch.setitem(ctx.backend.labels, "zone", "a")
+    return world
 
 
 def test_a_multi_task_job_is_written_with_its_tasks_and_totals_and_comes_back_as_the_same_workload(world):
@@ -58,7 +70,6 @@ def test_a_row_written_before_tasks_is_one_task_main(world):
     (only,) = w.tasks
     assert (only.name, only.replicas, only.command, only.resources.cpu_m) == ("main", 1, ("true",), 1000)
     assert (w.restart_policy, w.max_retry, w.volumes) == ("fail", 0, ())
-
 
 
 def test_a_resubmitted_multi_task_job_is_the_same_job_again(world):
