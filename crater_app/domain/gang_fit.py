@@ -282,13 +282,14 @@ def check_gang(plan: JobTasks, model: str | None, nodes: Sequence[NodeCapacity] 
         placed = placeable(plan, model, nodes)
         count = sum(placed.values())
         if count < plan.min_available:
-            args = {"gang": plan.min_available, "placed": count, "per_node": _named(placed, nodes),
-                    "nodes": sum(1 for n in nodes if n.schedulable)}
+            per_node, usable = _named(placed, nodes), sum(1 for n in nodes if n.schedulable)
             if len(plan.tasks) == 1:
                 (task,) = plan.tasks
-                raise Unschedulable("job.gang_cannot_pack_task", task.field("resources"),
-                                    request=usage_of(task.resources, model), **args)
-            raise Unschedulable("job.gang_cannot_pack", field, **args)
+                raise Unschedulable("job.gang_cannot_pack_task", task.field("resources"), gang=plan.min_available,
+                                    request=usage_of(task.resources, model), placed=count, nodes=usable,
+                                    per_node=per_node)
+            raise Unschedulable("job.gang_cannot_pack", field, gang=plan.min_available, placed=count, nodes=usable,
+                                per_node=per_node)
     if capability is not None:
         for key in sorted(demand):
             if key in capability and demand[key] > capability[key]:
