@@ -142,7 +142,8 @@ def normalize_tasks(spec: "JobSpec") -> JobTasks:
         InvalidInput: the errors of :func:`~crater_app.domain.job_tasks.check_tasks`; ``job.interactive_replicas``
             (``count``), ``job.kind_task_unknown`` (``kind``, ``name``, ``tasks``), ``job.kind_task_missing``
             (``kind``, ``task``), ``job.kind_leader_replicas`` (``kind``, ``task``, ``value``); those of
-            :func:`check_reserved_env` and :func:`check_min_available`; ``job.accelerator_model_without_request`` naming ``accelerator_model``;
+            :func:`check_reserved_env` and :func:`check_min_available`; ``job.accelerator_model_without_request``
+            naming ``accelerator_model``;
             ``job.shm_size_memory`` (``task``, ``shm``, ``memory``: bytes) naming ``shm_size`` when a replica's
             ``memory`` request is below ``shm_size`` (a memory ``emptyDir`` counts against it in Kubernetes).
     """

@@ -68,10 +68,12 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
 
     Raises:
         InvalidInput: bad spec (field named), or volumes the backend cannot mount or a claim not registered for the
-        project (:func:`crater_app.services.job_tasks.check_volumes`); NotFound: unknown project (``job.project_unknown``); Forbidden: no
-        submit right in the project (``job.submit_forbidden``), or the project has expired (the date in the
-        arguments); Unschedulable: one replica exceeds the largest node, or the gang the schedulable nodes
-        or the project's capability (numbers in the arguments), or it names an accelerator resource no node offers
+        project (:func:`crater_app.services.job_tasks.check_volumes`); NotFound: unknown project
+        (``job.project_unknown``); Forbidden: no submit right in the project (``job.submit_forbidden``), or the
+        project has expired (the date in the arguments); Unschedulable: its ``node_selector`` matches no
+        schedulable node, one replica exceeds the largest node, or the gang the schedulable nodes (in sum, or
+        packed at once) or the project's capability (numbers in the arguments), or it names an accelerator resource
+        no node offers
         (the closest offered name as ``suggestion``): :func:`crater_app.services.job_tasks.check_fits`;
         AdmissionRefused (422, kind ``never_admissible``): over the project's capability, the member's share or the
         user's limits (limit and request in the arguments).

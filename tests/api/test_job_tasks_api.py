@@ -140,7 +140,8 @@ def test_a_gang_larger_than_the_projects_capability_is_refused(api):
 
 
 def node(name: str, gpus: int) -> NodeInventory:
-    return NodeInventory(name=name, cpu_m=64000, memory_bytes=256 * 1024**3, devices=tuple(gpu_devices(gpus)), source="test",
+    return NodeInventory(name=name, cpu_m=64000, memory_bytes=256 * 1024**3, devices=tuple(gpu_devices(gpus)),
+                         source="test",
                          labels={"kubernetes.io/os": "linux", "kubernetes.io/hostname": name})
 
 
