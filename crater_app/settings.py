@@ -7,7 +7,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: the longest a cookie may be kept (RFC 6265bis §5.5: user agents cap Max-Age and Expires at 400 days)
@@ -81,6 +81,14 @@ class Settings(BaseSettings):
         kube_service_account, kube_spaces_claim, kube_image_pull_policy, kube_image_pull_secrets (comma-separated),
             kube_priority_class: the pods' ServiceAccount, the PersistentVolumeClaim of the project and user spaces,
             the pull policy and Secrets, the jobs' PriorityClass.
+    Storage:
+        volume_claims: ``CRATER_VOLUME_CLAIMS``, the PersistentVolumeClaims a job may mount as a ``pvc`` volume, a
+            JSON object claim name -> the projects that may mount it (``"*"``: every project), e.g.
+            ``{"imagenet": ["*"], "vision-ckpt": ["vision"]}``; a claim not in it is refused at submission
+            (``domain.volume_claims``). Default: none.
+        kube_spaces_claim: ``CRATER_KUBE_SPACES_CLAIM``, the PersistentVolumeClaim that holds every project's and
+            user's spaces (``source: project`` / ``user`` volumes mount their own folder of it): it can never be
+            registered in ``volume_claims`` (a settings error at start-up) nor mounted as a ``pvc`` volume.
 
     Console sign-in:
         public_urls: ``CRATER_PUBLIC_URLS``, the URLs browsers reach Crater at (comma- or space-separated). Cookie
@@ -155,6 +163,8 @@ class Settings(BaseSettings):
     session_idle_timeout_s: int = Field(default=12 * 3600, ge=60, le=MAX_COOKIE_AGE_S)
     session_lifetime_s: int = Field(default=7 * 86400, ge=60, le=MAX_COOKIE_AGE_S)
 
+    volume_claims: dict[str, list[str]] = Field(default_factory=dict)
+
     oidc_issuer: str = ""
     oidc_discovery_url: str = ""
     oidc_client_id: str = ""
@@ -166,6 +176,16 @@ class Settings(BaseSettings):
     oidc_groups_claim: str = "groups"
     oidc_group_mapping: str = "{}"
     oidc_display_name: str = "Single sign-on"
+
+    @model_validator(mode="after")
+    def _spaces_claim_not_registered(self) -> "Settings":
+        """The spaces claim holds every project's and user's files: registering it would let any job of the
+        projects listed mount all of them."""
+        if self.kube_spaces_claim in self.volume_claims:
+            raise ValueError(f"CRATER_VOLUME_CLAIMS registers {self.kube_spaces_claim!r}, the claim of every "
+                             "project's and user's spaces (CRATER_KUBE_SPACES_CLAIM): it cannot be mounted as a pvc "
+                             "volume; remove it")
+        return self
 
     @property
     def worker_count(self) -> int:

@@ -109,14 +109,17 @@ def _split(workload: Workload, devices: tuple[int, ...], kinds: dict[int, str]) 
 
 
 class FakeBackend:
-    """In-memory backend with one node (``fake-node``) and the given devices."""
+    """In-memory backend with one node (``fake-node``) and the given devices; the node's labels are the kubelet's
+    standard ones and ``labels`` (``fake.labels`` may be changed by a test)."""
 
     name = "fake"
     capabilities = frozenset({ENFORCES_DEADLINES})
 
     def __init__(self, devices: list[Device], cpu_m: int = 64000, memory_bytes: int = 256 * GiB,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, labels: dict[str, str] | None = None) -> None:
         self.devices = tuple(devices)
+        self.labels = {"kubernetes.io/hostname": "fake-node", "kubernetes.io/os": "linux",
+                       "kubernetes.io/arch": "amd64", **(labels or {})}
         self.cpu_m, self.memory_bytes = cpu_m, memory_bytes
         self.clock = clock
         self._lock = threading.RLock()
@@ -166,11 +169,12 @@ class FakeBackend:
                 source="fake", allocations=allocations,
                 cpu_m_allocated=sum(r.workload.resources.cpu_m for r in running),
                 memory_bytes_allocated=sum(r.workload.resources.memory_bytes for r in running),
+                labels=dict(self.labels),
             )]
 
     def capacity(self) -> list[NodeInventory]:
         return [NodeInventory(name="fake-node", cpu_m=self.cpu_m, memory_bytes=self.memory_bytes,
-                              devices=self.devices, source="fake")]
+                              devices=self.devices, source="fake", labels=dict(self.labels))]
 
     def create(self, workload: Workload) -> None:
         with self._lock:

@@ -70,7 +70,8 @@ class NodeInventory:
     ``off``; ``container`` on Kubernetes; ``""`` when the backend does not say). ``schedulable`` is false for a node
     that takes no new work: cordoned, ``NotReady``, or tainted ``NoSchedule``/``NoExecute`` (``conditions`` says
     which, as words: ``cordoned``, ``NotReady``, ``taint:<key>=<value>:<effect>``); ``labels`` the node's labels
-    (``{}`` on the local backend)."""
+    (the local backend gives its node the kubelet's ``kubernetes.io/hostname``, ``kubernetes.io/os`` and
+    ``kubernetes.io/arch``)."""
 
     name: str
     cpu_m: int

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.job_tasks import JobTasks, TaskPlan, TaskPort, check_tasks, single_task, totals
 from crater_app.domain.job_volumes import parse_shm_size
-from crater_app.domain.rendezvous import MPI_LAUNCHER, PYTORCH_DEFAULT_PORT, PYTORCH_MASTER, PYTORCH_WORKER
+from crater_app.domain.rendezvous import (MPI_LAUNCHER, PYTORCH_DEFAULT_PORT, PYTORCH_MASTER, PYTORCH_WORKER,
+                                          reserved_env)
 
 if TYPE_CHECKING:  # jobs imports this module
     from crater_app.domain.jobs import JobSpec
@@ -97,6 +98,22 @@ def _with_rendezvous_port(tasks: tuple[TaskPlan, ...]) -> tuple[TaskPlan, ...]:
     return tuple(out)
 
 
+def check_reserved_env(kind: str, tasks: tuple[TaskPlan, ...]) -> None:
+    """No task's ``env`` sets a variable the backend sets for this job's kind and shape
+    (:func:`crater_app.domain.rendezvous.reserved_env`: the pytorch plugin's ``MASTER_ADDR``, ``MASTER_PORT``,
+    ``WORLD_SIZE``, ``RANK``; the mpi plugin's ``MPI_HOST`` and the hostfile's ``CRATER_MPI_HOSTFILE``; the svc
+    plugin's ``VC_TASK_INDEX``, ``VK_TASK_INDEX``, ``VC_<TASK>_HOSTS``, ``VC_<TASK>_NUM`` for more than one replica).
+
+    Raises:
+        InvalidInput: ``job.env_reserved`` (``name``) naming ``tasks[i].env.<NAME>``.
+    """
+    reserved = reserved_env(kind, [(t.name, t.replicas) for t in tasks])
+    for t in tasks:
+        for key in t.env:
+            if key in reserved:
+                raise InvalidInput("job.env_reserved", t.field("env", key), name=key)
+
+
 def check_min_available(value: int | None, replicas: int) -> int:
     """The gang size: ``value`` (1..``replicas``) or ``replicas`` when ``None``.
 
@@ -125,12 +142,14 @@ def normalize_tasks(spec: "JobSpec") -> JobTasks:
         InvalidInput: the errors of :func:`~crater_app.domain.job_tasks.check_tasks`; ``job.interactive_replicas``
             (``count``), ``job.kind_task_unknown`` (``kind``, ``name``, ``tasks``), ``job.kind_task_missing``
             (``kind``, ``task``), ``job.kind_leader_replicas`` (``kind``, ``task``, ``value``); those of
-            :func:`check_min_available`; ``job.accelerator_model_without_request`` naming ``accelerator_model``;
+            :func:`check_reserved_env` and :func:`check_min_available`; ``job.accelerator_model_without_request``
+            naming ``accelerator_model``;
             ``job.shm_size_memory`` (``task``, ``shm``, ``memory``: bytes) naming ``shm_size`` when a replica's
             ``memory`` request is below ``shm_size`` (a memory ``emptyDir`` counts against it in Kubernetes).
     """
     tasks = check_tasks(list(spec.tasks)) if spec.tasks is not None else (single_task(spec),)
     tasks = _check_kind_shape(spec.kind, tasks)
+    check_reserved_env(spec.kind, tasks)
     count = sum(t.replicas for t in tasks)
     gang = check_min_available(spec.min_available, count)
     if spec.accelerator_model and not any(t.resources.gpus for t in tasks):

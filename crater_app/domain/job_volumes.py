@@ -4,15 +4,16 @@
 - ``volumes``: at most :data:`MAX_VOLUMES` of ``{source, claim, sub_path, mount_path, read_only}`` mounted into every
   replica; ``source`` ``project`` (the project's space), ``user`` (the user's space) or ``pvc`` (a registered
   PersistentVolumeClaim ``claim``, a DNS-1123 subdomain as Kubernetes names objects); ``sub_path`` relative inside it
-  (no ``..``); ``mount_path`` absolute, not ``/``, without ``..``, unique, and not at or under ``/dev/shm`` when
-  ``shm_size`` is set (that mount is the memory ``emptyDir``).
+  (no ``..``); ``mount_path`` absolute, not ``/``, without ``..``, unique, not at or under ``/proc``, ``/sys`` or
+  ``/dev`` (:data:`SYSTEM_PATHS`; ``/dev/shm`` and below excepted) and not at or under ``/dev/shm`` when ``shm_size``
+  is set (that mount is the memory ``emptyDir``).
 - ``shm_size``: a memory quantity (bytes, > 0) for a memory-backed ``emptyDir`` at ``/dev/shm``; Kubernetes counts
   a memory ``emptyDir`` against the container's memory, so it may not exceed any replica's ``memory`` request
   (checked with the tasks: :func:`crater_app.domain.job_kinds.normalize_tasks`).
 - ``node_selector``: node labels every replica's node must have, in Kubernetes' label syntax (``IsQualifiedName``
   keys, ``IsValidLabelValue`` values).
-- ``ttl_after_finished``: seconds the finished job's objects are kept (Volcano's ``ttlSecondsAfterFinished``;
-  ``0`` deletes them at once), at most 30 days.
+- ``ttl_after_finished``: seconds the finished job's objects are kept (Volcano's ``ttlSecondsAfterFinished``),
+  60 seconds to 30 days (:func:`crater_app.domain.jobs.parse_ttl`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ MAX_VOLUMES = 32
 #: a mount or sub path (Linux' PATH_MAX is 4096; a path of a thousand characters is a mistake)
 MAX_PATH_CHARS = 1024
 SHM_PATH = "/dev/shm"
+#: the folders the container runtime mounts itself (procfs, sysfs, the device nodes): runc refuses a mount at or
+#: under them (``/proc``, ``/sys``) or it hides what the runtime set up (``/dev``); ``/dev/shm`` is left to the
+#: ``shm_size`` rule (a memory volume at ``/dev/shm`` is the usual way to give a container more shared memory)
+SYSTEM_PATHS = ("/proc", "/sys", "/dev")
 MAX_NODE_SELECTOR = 32
 #: Kubernetes' limits: a label name (and value) at most 63 characters, a prefix (DNS-1123 subdomain) at most 253
 MAX_LABEL_CHARS = 63
@@ -52,6 +57,10 @@ class VolumeSpec(BaseModel):
     read_only: StrictBool = False
 
 
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top + "/")
+
+
 def _path_text(value: str) -> bool:
     return len(value) <= MAX_PATH_CHARS and is_text(value) and "\\" not in value
 
@@ -65,7 +74,8 @@ def check_volumes(volumes: list[VolumeSpec], shm: bool) -> None:
             ``job.volume_claim_unexpected`` (``source``), ``job.volume_claim_format`` (``max``);
             ``volumes[i].sub_path``: ``job.volume_sub_path`` (``max``); ``volumes[i].mount_path``:
             ``job.volume_mount_path_format`` (``max``), ``job.volume_mount_path_absolute``,
-            ``job.volume_mount_path_dotdot``, ``job.volume_mount_path_root``, ``job.volume_mount_path_shm``
+            ``job.volume_mount_path_dotdot``, ``job.volume_mount_path_root``, ``job.volume_mount_path_system``
+            (``path``: the system folder), ``job.volume_mount_path_shm``
             (``path``), ``job.volume_mount_path_duplicate`` (``path``, ``first``: the index of the volume already
             mounted there).
     """
@@ -100,7 +110,10 @@ def check_volumes(volumes: list[VolumeSpec], shm: bool) -> None:
             path = "/" + path.lstrip("/")
         if path == "/":
             raise InvalidInput("job.volume_mount_path_root", field)
-        if shm and (path == SHM_PATH or path.startswith(SHM_PATH + "/")):
+        system = next((top for top in SYSTEM_PATHS if _under(path, top)), None)
+        if system is not None and not _under(path, SHM_PATH):
+            raise InvalidInput("job.volume_mount_path_system", field, path=system)
+        if shm and _under(path, SHM_PATH):
             raise InvalidInput("job.volume_mount_path_shm", field, path=SHM_PATH)
         if path in mounted:
             raise InvalidInput("job.volume_mount_path_duplicate", field, path=path, first=mounted[path])

@@ -27,6 +27,9 @@ from crater_app.domain.resources import ResourceList, canonical_quantity, canoni
 
 MAX_RUNTIME_S = 30 * 24 * 3600  # 30 days
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+#: the least ``ttl_after_finished``, seconds: time for the reconciler to read a finished job's status and logs before
+#: Volcano deletes its objects (it reads a change within seconds; a minute leaves room for a leader change)
+MIN_TTL_AFTER_FINISHED_S = 60
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 #: the top-level fields of the single-task form: with ``tasks`` each task gives its own
@@ -113,17 +116,24 @@ def parse_duration(raw: object, field: str = "max_runtime") -> int | None:
 
 
 def parse_ttl(raw: object) -> int | None:
-    """``ttl_after_finished``: like :func:`parse_duration` (seconds or ``"1d2h"``, at most 30 days) but ``0`` (or
-    ``"0"``) is allowed: the finished job's objects are deleted at once (Volcano's ``ttlSecondsAfterFinished``).
+    """``ttl_after_finished``: like :func:`parse_duration` (seconds or ``"1d2h"``, at most 30 days), at least
+    :data:`MIN_TTL_AFTER_FINISHED_S`: Volcano deletes the finished Job (``ttlSecondsAfterFinished``) and its pods with
+    it, and Crater reads a finished job's final status and logs after it ends, so a shorter time could lose them.
 
     Raises:
-        InvalidInput: the errors of :func:`parse_duration` naming ``ttl_after_finished``.
+        InvalidInput: the errors of :func:`parse_duration` naming ``ttl_after_finished``;
+            ``job.ttl_after_finished_min`` (``value``, ``min``: seconds) below the minimum (``0`` included).
     """
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw == 0:
-        return 0
-    if isinstance(raw, str) and raw.strip() in ("0", "0s"):
-        return 0
-    return parse_duration(raw, "ttl_after_finished")
+    zero = (isinstance(raw, int) and not isinstance(raw, bool) and raw == 0) or (
+        isinstance(raw, str) and raw.strip() in ("0", "0s"))
+    if zero:  # parse_duration says "at least 1 second": name the real minimum
+        raise InvalidInput("job.ttl_after_finished_min", "ttl_after_finished", value=0,
+                           min=MIN_TTL_AFTER_FINISHED_S)
+    seconds = parse_duration(raw, "ttl_after_finished")
+    if seconds is not None and seconds < MIN_TTL_AFTER_FINISHED_S:
+        raise InvalidInput("job.ttl_after_finished_min", "ttl_after_finished", value=seconds,
+                           min=MIN_TTL_AFTER_FINISHED_S)
+    return seconds
 
 
 class JobSpec(BaseModel):

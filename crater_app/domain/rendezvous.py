@@ -13,8 +13,13 @@ The names and values are Volcano's, so that a job written for a cluster runs unc
   tasks together, ``RANK`` 0 for the master's replicas and ``index + 1`` for replica ``index`` of task ``worker``
   (a workload without a ``master`` task gets none of them, as with the plugin);
 - kind ``mpi``: the launcher (task ``launcher``, else the task that ends the job, else the first) gets
-  ``CRATER_MPI_HOSTFILE``, the path of ``hostfile``: every other task's hosts, one per line (what ``mpirun
-  --hostfile`` reads; Volcano's MPI examples build it from ``/etc/volcano/<worker>.host``).
+  ``MPI_HOST``, every other task's hosts joined with ``,`` (what ``mpiexec --host`` reads; Volcano's ``mpi`` plugin,
+  ``pkg/controllers/job/plugins/distributed-framework/mpi``, sets it on the master's pod to the worker task's hosts
+  joined with ``,``; left out when there are no other replicas) and ``CRATER_MPI_HOSTFILE``, the path of
+  ``hostfile``: the same hosts, one per line (what ``mpirun --hostfile`` reads; Volcano's MPI examples build it from
+  ``/etc/volcano/<worker>.host``).
+
+A spec may not set these variables itself (:func:`reserved_env`): the backend's values would silently win.
 
 Where the host files lie is the backend's (``hosts_dir``; Kubernetes: ``/etc/volcano``); the local backend gives every
 replica the same folder and names it in ``CRATER_HOSTS_DIR``.
@@ -32,6 +37,11 @@ PYTORCH_MASTER, PYTORCH_WORKER = "master", "worker"
 MPI_LAUNCHER = "launcher"
 #: the host file of an ``mpi`` workload's launcher (in ``hosts_dir``)
 MPI_HOSTFILE = "hostfile"
+#: the variable naming the folder of the host files on the local backend
+HOSTS_DIR_ENV = "CRATER_HOSTS_DIR"
+MPI_HOSTFILE_ENV = "CRATER_MPI_HOSTFILE"
+PYTORCH_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+MPI_ENV = ("MPI_HOST", MPI_HOSTFILE_ENV)
 #: every replica's host on a backend of one machine
 LOOPBACK = "127.0.0.1"
 
@@ -103,6 +113,28 @@ def replica_env(kind: str, tasks: Sequence[tuple[str, int]], task: str, replica:
             env["RANK"] = "0"
         elif task == PYTORCH_WORKER:
             env["RANK"] = str(replica + 1)
-    if kind == "mpi" and hosts_dir and task == mpi_launcher(tasks, ends_job):
-        env["CRATER_MPI_HOSTFILE"] = f"{hosts_dir.rstrip('/')}/{MPI_HOSTFILE}"
+    if kind == "mpi" and task == mpi_launcher(tasks, ends_job):
+        others = [h for name, _ in tasks if name != task for h in hosts[name]]
+        if others:
+            env["MPI_HOST"] = ",".join(others)
+        if hosts_dir:
+            env[MPI_HOSTFILE_ENV] = f"{hosts_dir.rstrip('/')}/{MPI_HOSTFILE}"
     return env
+
+
+def reserved_env(kind: str, tasks: Sequence[tuple[str, int]]) -> frozenset[str]:
+    """The variables a backend sets in a workload of ``kind`` with ``tasks`` (``(name, replicas)``), which its spec
+    may not set: for more than one replica the svc plugin's (``VK_TASK_INDEX``, ``VC_TASK_INDEX``,
+    ``VC_<TASK>_HOSTS`` and ``VC_<TASK>_NUM`` of every task) and :data:`HOSTS_DIR_ENV`; for ``pytorch``
+    :data:`PYTORCH_ENV`; for ``mpi`` :data:`MPI_ENV` and :data:`HOSTS_DIR_ENV` (whatever the tasks: a kind's
+    variables are its own even where this workload's shape would not set them all)."""
+    names: set[str] = set()
+    if sum(n for _, n in tasks) > 1:
+        names |= {"VK_TASK_INDEX", "VC_TASK_INDEX", HOSTS_DIR_ENV}
+        for name, _ in tasks:
+            names |= {f"VC_{env_key(name)}_HOSTS", f"VC_{env_key(name)}_NUM"}
+    if kind == "pytorch":
+        names |= set(PYTORCH_ENV)
+    if kind == "mpi":
+        names |= {*MPI_ENV, HOSTS_DIR_ENV}
+    return frozenset(names)

@@ -13,38 +13,58 @@ from __future__ import annotations
 
 from sqlalchemy import select as sa_select
 
-from crater_app.cluster.base import Port, Task, Volume, Workload
+from crater_app.cluster.base import HOST_PROCESSES, PVC_VOLUMES, Port, Task, Volume, Workload
 from crater_app.db.models import Job, Project
 from crater_app.db.queries.resource_lists import quota_list
-from crater_app.domain.gang_fit import NodeCapacity, check_gang, check_replicas
+from crater_app.domain.gang_fit import NodeCapacity, check_gang, check_replicas, select_nodes
 from crater_app.domain.job_tasks import SINGLE_TASK, JobTasks
 from crater_app.domain.job_volumes import parse_shm_size
 from crater_app.domain.jobs import JobSpec
 from crater_app.domain.resource_names import check_offered
 from crater_app.domain.resources import parse_resources
+from crater_app.domain.volume_claims import check_claims, check_volume_support
 from crater_app.services.context import ServiceContext
 from crater_app.services.nodes import capacity
 
 
+def check_volumes(ctx: ServiceContext, spec: JobSpec, project: str) -> None:
+    """Whether the job's ``volumes`` can be mounted, for a job of ``project`` (its name): the backend can mount them
+    (by its capabilities: none on a backend of host processes, ``pvc`` ones only with ``PVC_VOLUMES``), and every
+    ``pvc`` volume's claim is registered for the project (``CRATER_VOLUME_CLAIMS``) and is not the spaces claim
+    (``CRATER_KUBE_SPACES_CLAIM``) (:mod:`crater_app.domain.volume_claims`).
+
+    Raises:
+        InvalidInput: the errors of :func:`~crater_app.domain.volume_claims.check_volume_support` (naming
+            ``volumes[i]`` or ``volumes[i].source``) and :func:`~crater_app.domain.volume_claims.check_claims`
+            (naming ``volumes[i].claim``).
+    """
+    capabilities = ctx.backend.capabilities
+    check_volume_support(spec.volumes, host_processes=HOST_PROCESSES in capabilities,
+                         pvc_volumes=PVC_VOLUMES in capabilities)
+    check_claims(spec.volumes, project, ctx.settings.volume_claims, ctx.settings.kube_spaces_claim)
+
+
 def check_fits(ctx: ServiceContext, spec: JobSpec, plan: JobTasks, project_id: int) -> None:
     """Whether the job could ever run: every accelerator name it asks for is offered by some node (the closest
-    offered name as ``suggestion`` otherwise), one replica of each task fits the largest schedulable node, and its
-    gang fits the schedulable nodes together and (for a job of several replicas) the project's ``capability``
-    (:mod:`crater_app.domain.gang_fit`). The nodes are the backend's inventory cache (:func:`capacity`: what they have,
-    not what they hold now).
+    offered name as ``suggestion`` otherwise), its ``node_selector`` matches some schedulable node, one replica of
+    each task fits the largest of the matching nodes, and its gang fits them together, packs onto them at once and
+    (for a job of several replicas) fits the project's ``capability`` (:mod:`crater_app.domain.gang_fit`). The nodes
+    are the backend's inventory cache (:func:`capacity`: what they have, not what they hold now), with their labels.
 
     Raises:
         Unschedulable: the errors of :func:`~crater_app.domain.resource_names.check_offered` (naming
-            ``resources.<name>``, or ``tasks[i].resources.<name>``), :func:`~crater_app.domain.gang_fit.check_replicas`
+            ``resources.<name>``, or ``tasks[i].resources.<name>``), :func:`~crater_app.domain.gang_fit.select_nodes`
+            (naming ``node_selector.<key>`` or ``node_selector``), :func:`~crater_app.domain.gang_fit.check_replicas`
             (``job.no_node`` without a schedulable node) and :func:`~crater_app.domain.gang_fit.check_gang` (naming
-            ``min_available`` when the spec gives it, else ``tasks``).
+            ``min_available`` when the spec gives it, else ``tasks``; a job of one task's packing at its
+            ``tasks[0].resources``).
     """
     inventory = capacity(ctx)
     offered = [d.resource for node in inventory for d in node.devices]
     for task in plan.tasks:
         check_offered(task.resources.accelerators, offered, task.field("resources"))
-    nodes = [NodeCapacity(n.name, n.cpu_m, n.memory_bytes, tuple((d.resource, d.model) for d in n.devices),
-                          n.schedulable) for n in inventory]
+    nodes = select_nodes([NodeCapacity(n.name, n.cpu_m, n.memory_bytes, tuple((d.resource, d.model) for d in n.devices),
+                                       n.schedulable, dict(n.labels)) for n in inventory], spec.node_selector)
     check_replicas(plan.tasks, spec.accelerator_model, nodes)
     if plan.replica_count > 1:  # one replica: the checks above and admission's capability check say it all
         with ctx.session(read_only=True) as s:

@@ -67,10 +67,13 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         places it) or ``Held``.
 
     Raises:
-        InvalidInput: bad spec (field named); NotFound: unknown project (``job.project_unknown``); Forbidden: no
-        submit right in the project (``job.submit_forbidden``), or the project has expired (the date in the
-        arguments); Unschedulable: one replica exceeds the largest node, or the gang the schedulable nodes
-        or the project's capability (numbers in the arguments), or it names an accelerator resource no node offers
+        InvalidInput: bad spec (field named), or volumes the backend cannot mount or a claim not registered for the
+        project (:func:`crater_app.services.job_tasks.check_volumes`); NotFound: unknown project
+        (``job.project_unknown``); Forbidden: no submit right in the project (``job.submit_forbidden``), or the
+        project has expired (the date in the arguments); Unschedulable: its ``node_selector`` matches no
+        schedulable node, one replica exceeds the largest node, or the gang the schedulable nodes (in sum, or
+        packed at once) or the project's capability (numbers in the arguments), or it names an accelerator resource
+        no node offers
         (the closest offered name as ``suggestion``): :func:`crater_app.services.job_tasks.check_fits`;
         AdmissionRefused (422, kind ``never_admissible``): over the project's capability, the member's share or the
         user's limits (limit and request in the arguments).
@@ -86,6 +89,7 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
             raise NotFound("job.project_unknown", "project", project=project_name)
         raise Forbidden("job.submit_forbidden", "project", project=project_name)
     billing.check_can_submit(ctx, actor, project_id)  # PaymentRequired when billing is on and points are used up
+    job_tasks.check_volumes(ctx, spec, project_name)  # what the backend can mount, and the registered claims
     job_tasks.check_fits(ctx, spec, plan, project_id)
     # Everything is prepared before the write transaction, which then only runs INSERTs: SQLite has one writer
     # at a time, so the time spent holding its lock bounds the submission rate. Concurrent submissions share

@@ -67,6 +67,14 @@ def test_capacity_is_the_inventory_without_allocations(backend):
     assert node.devices == backend.inventory()[0].devices and node.allocations == {}
 
 
+def test_the_node_carries_the_kubelets_standard_labels(backend):
+    [node] = backend.capacity()
+    labels = node.labels
+    assert labels["kubernetes.io/hostname"] == node.name and labels["kubernetes.io/os"] == "linux"
+    assert labels["kubernetes.io/arch"] in {"amd64", "arm64", "ppc64le", "s390x", "riscv64"}
+    assert backend.inventory()[0].labels == labels
+
+
 def test_a_backend_without_queues_accepts_ensure_queue(backend):
     backend.ensure_queue("default", parse_quota({"capability": {"nvidia.com/gpu": "2"}}), {"alice": Quota()})
     assert backend.manifests("nope") == []

@@ -3,7 +3,9 @@ as the same workload (tasks, gang, options)."""
 
 from __future__ import annotations
 
-from crater_app.cluster.base import Port, Volume
+import pytest
+
+from crater_app.cluster.base import ENFORCES_DEADLINES, PVC_VOLUMES, Port, Volume
 from crater_app.domain.resources import ResourceList
 from crater_app.services import jobs
 from tests.helpers import job_row
@@ -14,7 +16,7 @@ RANKS = ["python3", "-c", "import os; print(os.environ.get('RANK'))"]
 
 def ddp(**over) -> dict:
     raw = {"name": "ddp", "kind": "pytorch", "restart_policy": "restart", "max_retry": 1, "shm_size": "64Mi",
-           "node_selector": {"zone": "a"}, "ttl_after_finished": 0,
+           "node_selector": {"zone": "a"}, "ttl_after_finished": 60,
            "volumes": [{"source": "pvc", "claim": "imagenet", "sub_path": "train", "mount_path": "/data",
                         "read_only": True}],
            "tasks": [{"name": "master", "command": RANKS, "resources": {"cpu": "100m", "memory": "128Mi"}},
@@ -22,6 +24,16 @@ def ddp(**over) -> dict:
                       "resources": {"cpu": "100m"}}]}
     raw.update(over)
     return raw
+
+
+@pytest.fixture
+def world(world, monkeypatch):
+    """A backend that mounts claims, the claim ``ddp`` mounts registered, and a node in the zone it asks for."""
+    ctx = world.ctx
+    monkeypatch.setattr(ctx.backend, "capabilities", frozenset({ENFORCES_DEADLINES, PVC_VOLUMES}))
+    monkeypatch.setattr(ctx, "settings", ctx.settings.model_copy(update={"volume_claims": {"imagenet": ["*"]}}))
+    monkeypatch.setitem(ctx.backend.labels, "zone", "a")
+    return world
 
 
 def test_a_multi_task_job_is_written_with_its_tasks_and_totals_and_comes_back_as_the_same_workload(world):
@@ -34,7 +46,7 @@ def test_a_multi_task_job_is_written_with_its_tasks_and_totals_and_comes_back_as
     assert row.tasks[1]["resources"] == {"cpu": "100m", "memory": "2Gi"}
     assert row.min_available is None and row.kind == "pytorch"
     assert row.options == {"restart_policy": "restart", "max_retry": 1, "shm_size_bytes": 64 * 1024**2,
-                           "node_selector": {"zone": "a"}, "ttl_after_finished_s": 0,
+                           "node_selector": {"zone": "a"}, "ttl_after_finished_s": 60,
                            "volumes": [{"source": "pvc", "claim": "imagenet", "sub_path": "train",
                                         "mount_path": "/data", "read_only": True}]}
     w = jobs.workload_of(row, "default", "alice")
@@ -44,7 +56,7 @@ def test_a_multi_task_job_is_written_with_its_tasks_and_totals_and_comes_back_as
     assert worker.resources == ResourceList(cpu_m=100, memory_bytes=2 * GiB)
     assert master.ports == worker.ports == (Port("pytorchjob-port", 23456, "TCP"),)
     assert (w.kind, w.gang, w.restart_policy, w.max_retry, w.shm_size_bytes, w.ttl_after_finished_s) == (
-        "pytorch", 3, "restart", 1, 64 * 1024**2, 0)
+        "pytorch", 3, "restart", 1, 64 * 1024**2, 60)
     assert w.volumes == (Volume(source="pvc", mount_path="/data", sub_path="train", read_only=True, claim="imagenet"),)
     assert w.node_selector == {"zone": "a"} and w.resources == ResourceList(cpu_m=300, memory_bytes=row.memory_bytes)
 
@@ -58,7 +70,6 @@ def test_a_row_written_before_tasks_is_one_task_main(world):
     (only,) = w.tasks
     assert (only.name, only.replicas, only.command, only.resources.cpu_m) == ("main", 1, ("true",), 1000)
     assert (w.restart_policy, w.max_retry, w.volumes) == ("fail", 0, ())
-
 
 
 def test_a_resubmitted_multi_task_job_is_the_same_job_again(world):

@@ -109,12 +109,13 @@ def test_a_ddp_rendezvous_on_127_0_0_1_works_and_each_workload_gets_its_own_port
     assert len(ports) == 2, "two DDP jobs on one machine, two MASTER_PORTs"
 
 
-def test_the_mpi_launcher_gets_a_hostfile_of_the_workers(local):
-    w = gang(("launcher", 1, "cat $CRATER_MPI_HOSTFILE", 0, True), ("worker", 2, "sleep 30", 0), kind="mpi")
+def test_the_mpi_launcher_gets_a_hostfile_and_mpi_host_of_the_workers(local):
+    w = gang(("launcher", 1, "cat $CRATER_MPI_HOSTFILE; echo host=$MPI_HOST", 0, True), ("worker", 2, "sleep 30", 0),
+             kind="mpi")
     local.create(w)
     st = _until(local, w.uid, {P.SUCCEEDED, P.FAILED})
     assert st.phase == P.SUCCEEDED, st.message
-    assert local.read_logs(w.uid, task="launcher") == "127.0.0.1\n127.0.0.1\n"
+    assert local.read_logs(w.uid, task="launcher") == "127.0.0.1\n127.0.0.1\nhost=127.0.0.1,127.0.0.1\n"
 
 
 def test_a_gang_that_cannot_start_whole_leaves_no_replica_running(local):

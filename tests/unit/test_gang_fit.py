@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from crater_app.domain.errors import Unschedulable
-from crater_app.domain.gang_fit import NodeCapacity, check_gang, check_replicas, cluster_total, gang_demand
+from crater_app.domain.gang_fit import (NodeCapacity, check_gang, check_replicas, cluster_total, gang_demand, placeable,
+                                       select_nodes)
 from crater_app.domain.job_kinds import normalize_tasks
 from crater_app.domain.jobs import validate_spec
 
@@ -14,8 +15,9 @@ GPU = "nvidia.com/gpu"
 A100, H100 = "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"
 
 
-def node(name="n1", cpu=64, mem=512, gpus=4, model=A100, schedulable=True) -> NodeCapacity:
-    return NodeCapacity(name, cpu * 1000, mem * GiB, tuple((GPU, model) for _ in range(gpus)), schedulable)
+def node(name="n1", cpu=64, mem=512, gpus=4, model=A100, schedulable=True, labels=None, **label) -> NodeCapacity:
+    return NodeCapacity(name, cpu * 1000, mem * GiB, tuple((GPU, model) for _ in range(gpus)), schedulable,
+                        {**(labels or {}), **label})
 
 
 CLUSTER = [node("n1"), node("n2", gpus=8, model=H100, cpu=32), node("cordoned", gpus=16, cpu=256, schedulable=False)]
@@ -131,3 +133,112 @@ def test_the_gang_messages_in_both_languages():
     assert info.value.message == ("a gang of 4 replicas needs 8 × nvidia.com/gpu; the project's capability is "
                                   "6 × nvidia.com/gpu")
     assert "项目的容量上限为 6 × nvidia.com/gpu" in info.value.message_in("zh-CN")
+
+
+ZONED = [node("a1", zone="a", pool="train"), node("a2", zone="a", pool="eval"), node("b1", zone="b"),
+         node("c1", zone="c", schedulable=False), node("bare")]
+
+
+@pytest.mark.parametrize("selector, names", [
+    ({}, ["a1", "a2", "b1", "bare"]),  # every schedulable node
+    ({"zone": "a"}, ["a1", "a2"]),
+    ({"zone": "a", "pool": "eval"}, ["a2"]),
+    ({"kubernetes.io/os": "linux"}, ["k"]),
+])
+def test_select_nodes_keeps_the_schedulable_nodes_the_selector_matches(selector, names):
+    nodes = [*ZONED, node("k", labels={"kubernetes.io/os": "linux"})] if "kubernetes.io/os" in selector else ZONED
+    assert [n.name for n in select_nodes(nodes, selector)] == names
+
+
+@pytest.mark.parametrize("selector, field, code, args", [
+    # a value no node has: the key, the value and how many nodes have the key at all
+    ({"zone": "d"}, "node_selector.zone", "job.node_selector_unmatched",
+     {"key": "zone", "value": "d", "with_key": 3, "nodes": 4}),
+    # only an unschedulable node has it
+    ({"zone": "c"}, "node_selector.zone", "job.node_selector_unmatched",
+     {"key": "zone", "value": "c", "with_key": 3, "nodes": 4}),
+    # a key no node has; the first unmatched key is named
+    ({"zone": "a", "gpu": "h100"}, "node_selector.gpu", "job.node_selector_unmatched",
+     {"key": "gpu", "value": "h100", "with_key": 0, "nodes": 4}),
+    # each label matches a node, none has both
+    ({"zone": "b", "pool": "train"}, "node_selector", "job.node_selector_no_node", {"labels": "zone=b, pool=train"}),
+])
+def test_a_selector_no_schedulable_node_matches_is_refused_at_its_key(selector, field, code, args):
+    with pytest.raises(Unschedulable) as info:
+        select_nodes(ZONED, selector)
+    assert (info.value.field, info.value.code, info.value.params) == (field, code, args)
+
+
+def test_the_selector_message_names_the_label_and_the_count_in_both_languages():
+    with pytest.raises(Unschedulable) as info:
+        select_nodes(ZONED, {"zone": "d"})
+    assert info.value.message == ("no schedulable node has the label zone=d; 3 of the 4 schedulable nodes have the "
+                                  "label zone at all")
+    assert "zone=d" in info.value.message_in("zh-CN") and info.value.message_in("zh-CN") != info.value.message
+
+
+def test_without_a_schedulable_node_the_replica_check_says_so():
+    assert select_nodes([node(schedulable=False)], {"zone": "a"}) == []
+
+
+def test_a_selected_node_set_is_what_the_replica_fits_on():
+    nodes = select_nodes([node("small", gpus=2, zone="a"), node("big", gpus=8, zone="b")], {"zone": "a"})
+    with pytest.raises(Unschedulable) as info:
+        check_replicas(plan(("w", 1, {GPU: 4})).tasks, None, nodes)
+    assert info.value.params == {"resource": GPU, "have": 2, "request": 4}
+
+
+FOUR_TWO = [node("four", gpus=4), node("two", gpus=2)]
+
+
+@pytest.mark.parametrize("tasks, model, min_available, nodes, placed", [
+    # the reviewer's case: 6 GPUs in all, but a 3-GPU replica fits only the node of 4
+    ([("w", 2, {GPU: 3})], None, None, FOUR_TWO, {"four": 1, "two": 0}),
+    ([("w", 3, {GPU: 2})], None, None, FOUR_TWO, {"four": 2, "two": 1}),
+    # largest first: the 3-GPU master on the node of 4, the 1-GPU workers where room is left
+    ([("m", 1, {GPU: 3}), ("w", 3, {GPU: 1})], None, None, FOUR_TWO, {"four": 2, "two": 2}),
+    # CPU bounds a node as well as its devices
+    ([("w", 4, {GPU: 1, "cpu": "40"})], None, None, FOUR_TWO, {"four": 1, "two": 1}),
+    # a smaller gang: as many as it needs, from the smallest replicas when the largest do not fit
+    ([("big", 1, {GPU: 4}), ("w", 5, {GPU: 1})], None, 5, FOUR_TWO, {"four": 4, "two": 1}),
+    ([("w", 8, {GPU: 1})], None, 3, FOUR_TWO, {"four": 3}),
+    # with a model only its devices count; a task without accelerators goes anywhere
+    ([("w", 2, {GPU: 4})], A100, None, [node("h", gpus=8, model=H100), node("a", gpus=4)], {"a": 1, "h": 0}),
+    ([("l", 1, {"cpu": "1"}), ("w", 1, {GPU: 4})], A100, None, [node("h", gpus=8, model=H100), node("a", gpus=4)],
+     {"h": 1, "a": 1}),
+    # unschedulable nodes hold nothing
+    ([("w", 2, {GPU: 2})], None, None, [node("off", gpus=8, schedulable=False), node("two", gpus=2)], {"two": 1}),
+])
+def test_placeable_counts_the_replicas_the_nodes_hold_at_once(tasks, model, min_available, nodes, placed):
+    assert placeable(plan(*tasks, model=model, min_available=min_available), model, nodes) == placed
+
+
+@pytest.mark.parametrize("tasks, min_available, field, code, args", [
+    ([("w", 2, {GPU: 3})], None, "tasks[0].resources", "job.gang_cannot_pack_task",
+     {"gang": 2, "placed": 1, "nodes": 2, "per_node": "four: 1, two: 0", "request": {GPU: 3}}),
+    ([("m", 1, {GPU: 3}), ("w", 1, {GPU: 3})], None, "tasks", "job.gang_cannot_pack",
+     {"gang": 2, "placed": 1, "nodes": 2, "per_node": "four: 1, two: 0"}),
+    ([("m", 1, {GPU: 3}), ("w", 3, {GPU: 3})], 2, "min_available", "job.gang_cannot_pack",
+     {"gang": 2, "placed": 1, "nodes": 2, "per_node": "four: 1, two: 0"}),
+])
+def test_a_gang_whose_replicas_cannot_all_be_placed_at_once_is_refused(tasks, min_available, field, code, args):
+    p = plan(*tasks, min_available=min_available)
+    with pytest.raises(Unschedulable) as info:
+        check_gang(p, None, FOUR_TWO, None, field="min_available" if min_available else "tasks")
+    assert (info.value.field, info.value.code, info.value.params) == (field, code, args)
+
+
+def test_the_packing_message_names_the_numbers_in_both_languages():
+    with pytest.raises(Unschedulable) as info:
+        check_gang(plan(("w", 2, {GPU: 3})), None, FOUR_TWO, None)
+    assert info.value.message == ("a gang of 2 replicas of 3 × nvidia.com/gpu each cannot start: the 2 schedulable "
+                                  "nodes hold only 1 of them at once (four: 1, two: 0)")
+    assert "four: 1, two: 0" in info.value.message_in("zh-CN") and "无法启动" in info.value.message_in("zh-CN")
+
+
+def test_a_packing_message_names_a_few_nodes_only():
+    nodes = [node(f"n{i:02}", gpus=2) for i in range(20)]
+    with pytest.raises(Unschedulable) as info:
+        check_gang(plan(("w", 2, {GPU: 3}), ("x", 1, {GPU: 1})), None, nodes, None)
+    assert info.value.params["per_node"] == "n00: 1, n01: 0, n02: 0, n03: 0, n04: 0, n05: 0, …"
+    assert info.value.params["nodes"] == 20 and info.value.params["placed"] == 1

@@ -190,3 +190,34 @@ def test_the_restart_options_have_volcanos_defaults():
     assert (spec.restart_policy, spec.max_retry) == ("fail", 3)
     spec = validate_spec(job(restart_policy="restart", max_retry=0))
     assert (spec.restart_policy, spec.max_retry) == ("restart", 0)
+
+
+@pytest.mark.parametrize("raw, field", [
+    # the pytorch plugin's variables, in any task of a pytorch job
+    (job(task("master", env={"MASTER_ADDR": "x"}), kind="pytorch"), "tasks[0].env.MASTER_ADDR"),
+    (job(task("master"), task("worker", env={"MASTER_PORT": "1"}), kind="pytorch"), "tasks[1].env.MASTER_PORT"),
+    (job(task("master", env={"WORLD_SIZE": "2"}), kind="pytorch"), "tasks[0].env.WORLD_SIZE"),
+    (job(task("master"), task("worker", replicas=2, env={"RANK": "0"}), kind="pytorch"), "tasks[1].env.RANK"),
+    # the mpi plugin's host list and the hostfile's variable
+    (job(task("launcher", env={"MPI_HOST": "a"}), task("worker"), kind="mpi"), "tasks[0].env.MPI_HOST"),
+    (job(task("launcher"), task("worker", env={"CRATER_MPI_HOSTFILE": "/h"}), kind="mpi"),
+     "tasks[1].env.CRATER_MPI_HOSTFILE"),
+    # the svc plugin's, for every job of several replicas, of its own tasks
+    (job(task("a", replicas=2, env={"VC_TASK_INDEX": "0"})), "tasks[0].env.VC_TASK_INDEX"),
+    (job(task("a"), task("b", env={"VK_TASK_INDEX": "0"})), "tasks[1].env.VK_TASK_INDEX"),
+    (job(task("data-prep", replicas=2, env={"VC_DATA_PREP_HOSTS": "x"})), "tasks[0].env.VC_DATA_PREP_HOSTS"),
+    (job(task("a"), task("b", env={"VC_A_NUM": "1"})), "tasks[1].env.VC_A_NUM"),
+    (job(task("a", replicas=2, env={"CRATER_HOSTS_DIR": "/x"})), "tasks[0].env.CRATER_HOSTS_DIR"),
+])
+def test_a_variable_the_backend_sets_for_the_kind_or_the_gang_is_refused(raw, field):
+    err = rejects(raw, field, "is set by Crater")
+    assert err.code == "job.env_reserved" and err.args_["name"] == field.rsplit(".", 1)[1]
+
+
+@pytest.mark.parametrize("raw", [
+    job(task("a", env={"MASTER_ADDR": "x", "RANK": "3", "MPI_HOST": "h"})),  # a batch job of one replica
+    job(task("a", replicas=2, env={"VC_B_HOSTS": "x", "WORLD_SIZE": "2"})),  # no task b; not pytorch
+    job(task("master", env={"VC_TASK_INDEX": "0", "MPI_HOST": "h"}), kind="pytorch"),  # one replica, not mpi
+])
+def test_the_same_names_are_the_jobs_own_where_nothing_sets_them(raw):
+    assert validate_spec(raw).tasks

@@ -42,9 +42,14 @@ def test_a_spec_with_every_option_is_accepted():
     assert [v.source for v in s.volumes] == ["project", "user", "pvc"] and s.volumes[1].read_only
     assert s.shm_size == "8Gi" and s.ttl_after_finished == 3600
     assert validate_spec(spec(shm_size=" 2Gi ")).shm_size == "2Gi"  # canonical form
-    assert validate_spec(spec(ttl_after_finished=0)).ttl_after_finished == 0  # deleted at once
-    assert validate_spec(spec(ttl_after_finished="0")).ttl_after_finished == 0
+    assert validate_spec(spec(ttl_after_finished=60)).ttl_after_finished == 60  # the least
+    assert validate_spec(spec(ttl_after_finished="1m")).ttl_after_finished == 60
     assert validate_spec(spec()).ttl_after_finished is None
+
+
+@pytest.mark.parametrize("path", ["/dev/shm", "/dev/shm/cache", "/process", "/system", "/devices", "/data/proc"])
+def test_shm_and_paths_that_only_look_like_system_folders_are_mount_points(path):
+    assert validate_spec(spec(volumes=[vol(mount_path=path)])).volumes[0].mount_path == path
 
 
 def test_shm_size_without_a_memory_request_is_checked_once_the_defaults_are_applied():
@@ -73,6 +78,14 @@ def test_shm_size_without_a_memory_request_is_checked_once_the_defaults_are_appl
     (spec(volumes=[vol(size="1Gi")]), "volumes[0].size", ["unknown field"]),
     (spec(volumes=[vol(mount_path=f"/d{i}") for i in range(33)]), "volumes", ["limit is 32"]),
     (spec(volumes=[vol(mount_path="/dev/shm")], shm_size="1Gi"), "volumes[0].mount_path", ["/dev/shm"]),
+    # what the container runtime mounts itself
+    (spec(volumes=[vol(mount_path="/proc")]), "volumes[0].mount_path", ["at or under /proc", "runtime"]),
+    (spec(volumes=[vol(mount_path="/proc/sys/")]), "volumes[0].mount_path", ["/proc"]),
+    (spec(volumes=[vol(mount_path="/sys")]), "volumes[0].mount_path", ["/sys"]),
+    (spec(volumes=[vol(mount_path="//sys/fs/cgroup")]), "volumes[0].mount_path", ["/sys"]),
+    (spec(volumes=[vol(mount_path="/dev")]), "volumes[0].mount_path", ["/dev"]),
+    (spec(volumes=[vol(mount_path="/dev/nvidia0")]), "volumes[0].mount_path", ["/dev"]),
+    (spec(volumes=[vol(mount_path="/dev/./shmx")]), "volumes[0].mount_path", ["/dev"]),
     (spec(volumes=[vol(mount_path="/dev/shm/x")], shm_size="1Gi"), "volumes[0].mount_path", ["shm_size"]),
     (spec(shm_size="32Gi"), "shm_size", ["32 GiB", "task main", "16 GiB"]),
     (spec(shm_size="0"), "shm_size", ["more than 0"]),
@@ -94,6 +107,11 @@ def test_shm_size_without_a_memory_request_is_checked_once_the_defaults_are_appl
     (spec(node_selector={"zone": 1}), "node_selector.zone", ["must be a string"]),
     (spec(node_selector={f"k{i}": "v" for i in range(33)}), "node_selector", ["limit is 32"]),
     (spec(ttl_after_finished=-1), "ttl_after_finished", []),
+    # Volcano would delete the Job before Crater read its final status and logs
+    (spec(ttl_after_finished=0), "ttl_after_finished", ["is 0 seconds", "at least 60 seconds"]),
+    (spec(ttl_after_finished="0"), "ttl_after_finished", ["at least 60 seconds"]),
+    (spec(ttl_after_finished=59), "ttl_after_finished", ["is 59 seconds", "at least 60"]),
+    (spec(ttl_after_finished="30s"), "ttl_after_finished", ["is 30 seconds"]),
     (spec(ttl_after_finished="31d"), "ttl_after_finished", []),
     (spec(ttl_after_finished="soon"), "ttl_after_finished", []),
 ])

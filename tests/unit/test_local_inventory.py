@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from crater_app.cluster.local import inventory as local_inventory
-from crater_app.cluster.local.inventory import DEFAULT_VIRTUAL_MODEL, discover, host_capacity, parse_local_gpus
+from crater_app.cluster.local.inventory import (DEFAULT_VIRTUAL_MODEL, discover, host_capacity, node_labels,
+                                                parse_local_gpus)
 from crater_app.domain.errors import InvalidInput
 
 
@@ -40,3 +41,13 @@ def test_discover_uses_declared_virtual_devices_without_nvml(monkeypatch):
 def test_host_capacity_is_positive():
     name, cpu_m, memory = host_capacity()
     assert name and cpu_m >= 1000 and cpu_m % 1000 == 0 and memory > 0
+
+
+@pytest.mark.parametrize(("system", "machine", "os_label", "arch"), [
+    ("Linux", "x86_64", "linux", "amd64"), ("Linux", "aarch64", "linux", "arm64"), ("Linux", "armv7l", "linux", "arm"),
+    ("Linux", "ppc64le", "linux", "ppc64le"), ("Darwin", "arm64", "darwin", "arm64"),
+    ("Linux", "mips64", "linux", "mips64"),  # Go's name is the machine's where there is no other
+])
+def test_node_labels_are_the_kubelets(system, machine, os_label, arch):
+    assert node_labels("gpu-01", system, machine) == {"kubernetes.io/hostname": "gpu-01", "kubernetes.io/os": os_label,
+                                                      "kubernetes.io/arch": arch}

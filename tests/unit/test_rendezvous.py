@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crater_app.domain.rendezvous import (LOOPBACK, env_key, host_file_name, host_files, loopback_hosts, mpi_launcher,
-                                          replica_env)
+                                          replica_env, reserved_env)
 
 DDP = [("master", 1), ("worker", 3)]
 H = {"master": ["m0.job"], "worker": ["w0.job", "w1.job", "w2.job"]}
@@ -51,6 +51,51 @@ def test_replica_env(kind, tasks, hosts, task, replica, expected):
 def test_the_mpi_launcher_gets_the_hostfile(tasks, task, expected):
     env = replica_env("mpi", tasks, task, 0, loopback_hosts(tasks), hosts_dir="/run/hosts/")
     assert env.get("CRATER_MPI_HOSTFILE") == expected
+
+
+@pytest.mark.parametrize(("tasks", "hosts", "task", "hosts_dir", "expected"), [
+    # the workers' hosts joined with ',' on the launcher, as Volcano's mpi plugin sets MPI_HOST on the master
+    ([("launcher", 1), ("worker", 3)], {"launcher": ["l0.job"], "worker": ["w0.job", "w1.job", "w2.job"]},
+     "launcher", "", "w0.job,w1.job,w2.job"),
+    # on one machine every worker is 127.0.0.1: one slot each; with or without host files
+    ([("launcher", 1), ("worker", 2)], None, "launcher", "/run/hosts", "127.0.0.1,127.0.0.1"),
+    ([("launcher", 1), ("worker", 2)], None, "worker", "/run/hosts", None),  # only the launcher
+    ([("launcher", 1)], None, "launcher", "/run/hosts", None),  # no worker: nothing to list
+    ([("mpimaster", 1), ("mpiworker", 2)], None, "mpimaster", "", "127.0.0.1,127.0.0.1"),  # the first task
+])
+def test_the_mpi_launcher_gets_the_workers_in_mpi_host(tasks, hosts, task, hosts_dir, expected):
+    env = replica_env("mpi", tasks, task, 0, hosts or loopback_hosts(tasks), hosts_dir=hosts_dir)
+    assert env.get("MPI_HOST") == expected
+
+
+def test_mpi_host_is_not_set_for_other_kinds():
+    tasks = [("launcher", 1), ("worker", 2)]
+    assert "MPI_HOST" not in replica_env("batch", tasks, "launcher", 0, loopback_hosts(tasks))
+
+
+@pytest.mark.parametrize(("kind", "tasks", "expected"), [
+    ("batch", [("main", 1)], set()),
+    ("batch", [("a", 2)], {"VK_TASK_INDEX", "VC_TASK_INDEX", "CRATER_HOSTS_DIR", "VC_A_HOSTS", "VC_A_NUM"}),
+    ("pytorch", [("master", 1)], {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"}),
+    ("mpi", [("launcher", 1)], {"MPI_HOST", "CRATER_MPI_HOSTFILE", "CRATER_HOSTS_DIR"}),
+    ("mpi", [("launcher", 1), ("worker", 1)],
+     {"MPI_HOST", "CRATER_MPI_HOSTFILE", "CRATER_HOSTS_DIR", "VK_TASK_INDEX", "VC_TASK_INDEX", "VC_LAUNCHER_HOSTS",
+      "VC_LAUNCHER_NUM", "VC_WORKER_HOSTS", "VC_WORKER_NUM"}),
+])
+def test_reserved_env(kind, tasks, expected):
+    assert reserved_env(kind, tasks) == expected
+
+
+@pytest.mark.parametrize(("kind", "tasks"), [
+    ("pytorch", [("master", 1), ("worker", 3)]), ("mpi", [("launcher", 1), ("worker", 2)]),
+    ("batch", [("ps", 1), ("data-worker", 2)]),
+])
+def test_every_variable_a_replica_gets_is_reserved(kind, tasks):
+    hosts = loopback_hosts(tasks)
+    for name, replicas in tasks:
+        for i in range(replicas):
+            env = replica_env(kind, tasks, name, i, hosts, hosts_dir="/run/hosts")
+            assert set(env) <= reserved_env(kind, tasks)
 
 
 @pytest.mark.parametrize(("tasks", "ends_job", "expected"), [

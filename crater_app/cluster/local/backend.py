@@ -27,7 +27,7 @@ from crater_app.cluster.base import (ENFORCES_DEADLINES, HOST_PROCESSES, Changes
 from crater_app.cluster.local import cgroups as cg
 from crater_app.cluster.local import specs
 from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, Accounts, tools_available
-from crater_app.cluster.local.inventory import discover, host_capacity
+from crater_app.cluster.local.inventory import discover, host_capacity, node_labels
 from crater_app.cluster.local.isolation import ISOLATED, check_mode, harden_data_dir, trust_model
 from crater_app.cluster.local.launch import Launcher, own_account
 from crater_app.cluster.local.outcomes import say
@@ -101,6 +101,7 @@ class LocalBackend:
             self.device_source = "explicit"
         self.devices: tuple[Device, ...] = tuple(devices)
         self.node_name, self.cpu_m, self.memory_bytes = host_capacity()
+        self.labels = node_labels(self.node_name)
         self.cancel_grace_s = cancel_grace_s
         self.clock = clock
         self._launcher = Launcher(self.trust, self.accounts, self.cgroups, pids_max, own_account(euid))
@@ -148,7 +149,8 @@ class LocalBackend:
 
     # -- ClusterBackend ------------------------------------------------------------------------
     def inventory(self) -> list[NodeInventory]:
-        """One node: this machine, with the devices held by running and stopping workloads."""
+        """One node: this machine, with the devices held by running and stopping workloads, and Kubernetes' standard
+        labels (:func:`~crater_app.cluster.local.inventory.node_labels`)."""
         rows = self._store.read(f"SELECT uid, devices, cpu_m, memory_bytes FROM workloads WHERE {_IN_HOLDING}",
                                 HOLDING)
         allocations = {index: uid for uid, devices, _, _ in rows for index in json.loads(devices)}
@@ -156,6 +158,7 @@ class LocalBackend:
             name=self.node_name, cpu_m=self.cpu_m, memory_bytes=self.memory_bytes, devices=self.devices,
             source=self.device_source, allocations=allocations, cpu_m_allocated=sum(r[2] for r in rows),
             memory_bytes_allocated=sum(r[3] for r in rows), enforcement=self.enforcement, isolation=self.trust,
+            labels=dict(self.labels),
         )]
 
     def capacity(self) -> list[NodeInventory]:
@@ -167,7 +170,7 @@ class LocalBackend:
             nodes = self._capacity = [NodeInventory(
                 name=self.node_name, cpu_m=self.cpu_m, memory_bytes=self.memory_bytes, devices=self.devices,
                 source=self.device_source, allocations={}, cpu_m_allocated=0, memory_bytes_allocated=0,
-                enforcement=self.enforcement, isolation=self.trust,
+                enforcement=self.enforcement, isolation=self.trust, labels=dict(self.labels),
             )]
         return nodes
 

@@ -3,6 +3,7 @@ or virtual devices declared by ``CRATER_LOCAL_GPUS`` (``"4"`` or ``"4:NVIDIA-A10
 
 from __future__ import annotations
 
+import platform
 import socket
 
 import psutil
@@ -11,6 +12,12 @@ from crater_app.cluster.base import Device
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.resources import NVIDIA_GPU
 
+#: Kubernetes' well-known node labels (``k8s.io/api/core/v1`` ``LabelHostname``, ``LabelOSStable``,
+#: ``LabelArchStable``), which the kubelet sets on every node
+HOSTNAME_LABEL, OS_LABEL, ARCH_LABEL = "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch"
+#: ``platform.machine()`` -> Go's ``GOARCH``, what ``kubernetes.io/arch`` holds
+_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "armv7l": "arm",
+           "i386": "386", "i686": "386", "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
 DEFAULT_VIRTUAL_MODEL = "Virtual-GPU"
 MAX_VIRTUAL_GPUS = 64
 MAX_MODEL_CHARS = 128
@@ -88,3 +95,12 @@ def discover(local_gpus: str) -> tuple[list[Device], str]:
 def host_capacity() -> tuple[str, int, int]:
     """``(hostname, cpu millicores, memory bytes)`` of this machine."""
     return socket.gethostname(), (psutil.cpu_count() or 1) * 1000, int(psutil.virtual_memory().total)
+
+
+def node_labels(node_name: str, system: str | None = None, machine: str | None = None) -> dict[str, str]:
+    """The labels the kubelet would give this machine: ``kubernetes.io/hostname`` (the node's name),
+    ``kubernetes.io/os`` (``linux``: ``platform.system()`` lower-cased) and ``kubernetes.io/arch`` (``amd64``,
+    ``arm64``, ...: Go's name for ``platform.machine()``), so that a ``node_selector`` on them works locally too."""
+    system = (system if system is not None else platform.system()).lower()
+    machine = (machine if machine is not None else platform.machine()).lower()
+    return {HOSTNAME_LABEL: node_name, OS_LABEL: system, ARCH_LABEL: _GOARCH.get(machine, machine)}
