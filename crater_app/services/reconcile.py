@@ -60,6 +60,7 @@ class Reconciler:
         self.ctx = ctx
         self.cursor = ""
         self.moved = False  # set when a sync changed some job's phase (admission looks again: usage may have dropped)
+        self._orphans: set[str] = set()  # workloads without a job row, already reported (_report_orphans)
 
     def sync(self, batch: int = 1000) -> int:
         """Apply every backend change since ``cursor``; when the backend answers that the cursor is no longer valid
@@ -256,7 +257,8 @@ class Reconciler:
             rows = s.execute(sa_select(c.id, c.uid, c.phase, c.attempt, c.created_at, c.admitted_at, c.started_at,
                                        c.stop_requested_at).where(c.phase.in_(_ACTIVE))).all()
         suspects, adopted = [], []
-        known = {status.uid: status for status in self.ctx.backend.list_workloads()} if rows else {}
+        known = {status.uid: status for status in self.ctx.backend.list_workloads()}
+        self._report_orphans(known)
         for row in rows:
             status = known.get(row.uid)
             if status is not None and status.attempt >= row.attempt:
@@ -298,6 +300,25 @@ class Reconciler:
         if fixed:
             log.warning("repair: %d job(s) the backend did not know were handed to it again or ended", fixed)
         return fixed
+
+
+    def _report_orphans(self, known: dict[str, WorkloadStatus]) -> list[str]:
+        """Workloads the backend runs that have no job row (a database restored from a backup, a second Crater
+        pointed at the same namespace): logged once each as a warning with their uid, never stopped - they may be
+        someone else's. Returns the uids newly reported."""
+        active = [uid for uid, status in known.items()
+                  if status.phase is not None and not status.phase.terminal and uid not in self._orphans]
+        if not active:
+            return []
+        c = Job.__table__.c
+        with self.ctx.session(read_only=True) as s:
+            have = {uid for (uid,) in s.execute(sa_select(c.uid).where(c.uid.in_(active))).all()}
+        orphans = [uid for uid in active if uid not in have]
+        self._orphans.update(orphans)
+        if orphans:
+            log.warning("repair: %d workload(s) run in the backend without a job row (not stopped: they may belong to "
+                        "another Crater): %s", len(orphans), ", ".join(sorted(orphans)[:10]))
+        return orphans
 
 
 def _last_move(row) -> datetime:  # noqa: ANN001 - a row of Reconciler.repair's query

@@ -216,3 +216,19 @@ def test_a_gang_that_starts_again_says_so_on_its_timeline(fake_world):
     assert any(e.code == "replicas.restarted" and e.args["restart"] == 1 and e.args["max_retry"] == 1
                for e in restarts)
     assert row.phase == "Failed"
+
+
+def test_a_workload_without_a_job_row_is_reported_once_and_left_running(fake_world, caplog):
+    """An object without a row (a restored database, another Crater on the same namespace): reported by the repair,
+    not stopped."""
+    world, fake = fake_world
+    loop = LeaderLoop(world.ctx)
+    stray = workload("sleep 60")
+    fake.create(stray)
+    fake.tick()
+    with caplog.at_level("WARNING", logger="crater_app.services.reconcile"):
+        loop.reconciler.repair()
+        loop.reconciler.repair()
+    reports = [r for r in caplog.records if "without a job row" in r.getMessage()]
+    assert len(reports) == 1 and stray.uid in reports[0].getMessage()
+    assert fake.status(stray.uid).phase == "Running"
