@@ -96,7 +96,8 @@ class ClusterSimulator:
     def add_node(self, spec: NodeSpec) -> None:
         """Create a Ready node with ``spec``'s capacity and labels."""
         capacity = {"cpu": spec.cpu, "memory": spec.memory, "pods": "110"}
-        labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux", **dict(spec.labels)}
+        labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  **dict(spec.labels)}
         if spec.accelerators:
             capacity[spec.resource] = str(spec.accelerators)
             labels[self.product_label] = spec.product
