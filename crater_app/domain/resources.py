@@ -49,12 +49,14 @@ class ResourceList:
         return sum(self.accelerators.values())
 
     def to_k8s(self) -> dict[str, str]:
-        """Render as a Kubernetes resource list (``{"cpu": "500m", "memory": "1073741824", ...}``)."""
+        """Render as a Kubernetes resource list (``{"cpu": "500m", "memory": "1Gi", ...}``; memory in the largest
+        binary unit that divides it, else bytes)."""
         out: dict[str, str] = {}
         if self.cpu_m:
             out[CPU] = f"{self.cpu_m}m" if self.cpu_m % 1000 else str(self.cpu_m // 1000)
-        if self.memory_bytes:
-            out[MEMORY] = str(self.memory_bytes)
+        if self.memory_bytes:  # in binary units where it divides (kubectl's form of a byte count): "1536Mi"
+            out[MEMORY] = (canonical_quantity(f"{self.memory_bytes // 1024}Ki") if self.memory_bytes % 1024 == 0
+                           else str(self.memory_bytes))
         for name, count in sorted(self.accelerators.items()):
             out[name] = str(count)
         return out

@@ -53,7 +53,7 @@ def test_a_ddp_spec_is_accepted_with_its_tasks_totals_and_options(api):
     assert master["ports"] == worker["ports"] == [{"name": "pytorchjob-port", "port": 23456, "protocol": "TCP"}]
     assert worker["resources"] == {"cpu": "1", "memory": "1Gi", GPU: "1"}  # per replica, as submitted
     # the job's resources are the totals over its three replicas: what quotas, admission and usage count
-    assert body["gpus"] == 3 and body["resources"] == {"cpu": "3", "memory": str(3 * 1024**3), GPU: "3"}
+    assert body["gpus"] == 3 and body["resources"] == {"cpu": "3", "memory": "3Gi", GPU: "3"}
     assert body["command"] == ["torchrun", "train.py"] and body["image"] == "pytorch/pytorch:2.4.0-cuda12.1"
     assert (body["restart_policy"], body["max_retry"], body["shm_size_bytes"], body["ttl_after_finished"]) == (
         "restart", 2, 512 * 1024**2, 3600)

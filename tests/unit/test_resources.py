@@ -44,7 +44,9 @@ def test_zero_accelerators_are_dropped_and_none_is_empty():
 
 def test_round_trip_to_kubernetes_resource_list():
     parsed = parse_resources({"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 2})
-    assert parsed.to_k8s() == {"cpu": "500m", "memory": str(1024**3), "nvidia.com/gpu": "2"}
+    assert parsed.to_k8s() == {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "2"}
+    assert parse_resources({"memory": "1536Mi"}).to_k8s() == {"memory": "1536Mi"}
+    assert parse_resources({"memory": "1000"}).to_k8s() == {"memory": "1000"}
     assert parse_resources({"cpu": "3"}).to_k8s() == {"cpu": "3"}
     assert parse_resources(parsed.to_k8s()) == parsed
 
