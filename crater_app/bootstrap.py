@@ -44,7 +44,7 @@ def kube_options(settings: Settings):
         scheduler_name=settings.kube_scheduler, accelerators=_names(settings.kube_accelerators), model_labels=labels,
         service_account=settings.kube_service_account, spaces_claim=settings.kube_spaces_claim,
         image_pull_policy=settings.kube_image_pull_policy, image_pull_secrets=_names(settings.kube_image_pull_secrets),
-        priority_class=settings.kube_priority_class)
+        priority_class=settings.kube_priority_class, member_queues=settings.kube_member_queues)
 
 
 def make_backend(settings: Settings) -> ClusterBackend:

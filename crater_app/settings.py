@@ -81,6 +81,9 @@ class Settings(BaseSettings):
         kube_service_account, kube_spaces_claim, kube_image_pull_policy, kube_image_pull_secrets (comma-separated),
             kube_priority_class: the pods' ServiceAccount, the PersistentVolumeClaim of the project and user spaces,
             the pull policy and Secrets, the jobs' PriorityClass.
+        kube_member_queues: members' shares as child queues of the project's Queue (``spec.parent``; needs Volcano's
+            ``capacity`` plugin with hierarchy enabled); ``false``: one flat Queue per project, the shares enforced by
+            Crater's admission alone.
     Storage:
         volume_claims: ``CRATER_VOLUME_CLAIMS``, the PersistentVolumeClaims a job may mount as a ``pvc`` volume, a
             JSON object claim name -> the projects that may mount it (``"*"``: every project), e.g.
@@ -159,6 +162,7 @@ class Settings(BaseSettings):
     kube_image_pull_policy: str = "IfNotPresent"
     kube_image_pull_secrets: str = ""
     kube_priority_class: str = ""
+    kube_member_queues: bool = True
     session_cookie_name: str = "crater_session"
     session_idle_timeout_s: int = Field(default=12 * 3600, ge=60, le=MAX_COOKIE_AGE_S)
     session_lifetime_s: int = Field(default=7 * 86400, ge=60, le=MAX_COOKIE_AGE_S)

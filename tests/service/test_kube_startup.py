@@ -39,6 +39,7 @@ def test_settings_make_the_options():
     assert opts.accelerators == ("nvidia.com/gpu", "example.com/npu") and opts.image_pull_secrets == ("a", "b")
     assert opts.model_label("example.com/npu") == "example.com/npu.model"
     assert opts.model_label("nvidia.com/gpu") == "nvidia.com/gpu.product"
+    assert opts.member_queues and not kube_options(Settings(kube_member_queues=False)).member_queues
     with pytest.raises(ValueError, match="CRATER_KUBE_MODEL_LABELS"):
         kube_options(Settings(kube_model_labels="no-equals-sign"))
     with pytest.raises(ValueError):
