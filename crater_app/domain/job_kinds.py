@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.job_tasks import JobTasks, TaskPlan, TaskPort, check_tasks, single_task, totals
 from crater_app.domain.job_volumes import parse_shm_size
+from crater_app.domain.spec_hints import suggest_restart_policy
 from crater_app.domain.rendezvous import (MPI_LAUNCHER, PYTORCH_DEFAULT_PORT, PYTORCH_MASTER, PYTORCH_WORKER,
                                           reserved_env)
 
@@ -167,10 +168,16 @@ def check_restart(policy: str, max_retry: int) -> None:
     """``restart_policy`` one of :data:`RESTART_POLICIES`; ``max_retry`` 0..:data:`MAX_RETRY`.
 
     Raises:
-        InvalidInput: ``job.restart_policy`` (``policies``, ``value``) naming ``restart_policy``;
+        InvalidInput: ``job.restart_policy`` (``policies``, ``value``) naming ``restart_policy``, or
+            ``job.restart_policy_suggestion`` (also ``suggestion``) for a Volcano/Kubernetes spelling
+            (``RestartJob``, ``OnFailure``, ...) or a near miss (:func:`~crater_app.domain.spec_hints.suggest_restart_policy`);
             ``job.max_retry_range`` (``value``, ``min``, ``max``) naming ``max_retry``.
     """
     if policy not in RESTART_POLICIES:
+        suggestion = suggest_restart_policy(policy, RESTART_POLICIES)
+        if suggestion is not None:
+            raise InvalidInput("job.restart_policy_suggestion", "restart_policy", policies=", ".join(RESTART_POLICIES),
+                               value=policy[:32], suggestion=suggestion)
         raise InvalidInput("job.restart_policy", "restart_policy", policies=", ".join(RESTART_POLICIES),
                            value=policy[:32])
     if not 0 <= max_retry <= MAX_RETRY:
