@@ -170,7 +170,8 @@ def check_restart(policy: str, max_retry: int) -> None:
     Raises:
         InvalidInput: ``job.restart_policy`` (``policies``, ``value``) naming ``restart_policy``, or
             ``job.restart_policy_suggestion`` (also ``suggestion``) for a Volcano/Kubernetes spelling
-            (``RestartJob``, ``OnFailure``, ...) or a near miss (:func:`~crater_app.domain.spec_hints.suggest_restart_policy`);
+            (``RestartJob``, ``OnFailure``, ...) or a near miss
+            (:func:`~crater_app.domain.spec_hints.suggest_restart_policy`);
             ``job.max_retry_range`` (``value``, ``min``, ``max``) naming ``max_retry``.
     """
     if policy not in RESTART_POLICIES:

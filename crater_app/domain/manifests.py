@@ -116,8 +116,8 @@ def refuse_manifest(body: object) -> None:
             raise InvalidInput("job.manifest_other", "apiVersion", kind=kind, api_version=api_version)
         crater_kind = gang_kind(body, product, kind)
         if crater_kind is not None:
-            raise InvalidInput("job.manifest_gang", "apiVersion", product=product, kind=kind, api_version=api_version,
-                               crater_kind=crater_kind)
+            raise InvalidInput("job.manifest_gang", "apiVersion", product=product, kind=kind,
+                               api_version=api_version, crater_kind=crater_kind)
         raise InvalidInput("job.manifest", "apiVersion", product=product, kind=kind, api_version=api_version)
     api_version, kind = body.get("apiVersion"), body.get("kind")
     if "apiVersion" in body:
