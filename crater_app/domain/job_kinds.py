@@ -8,7 +8,9 @@ Kinds (:data:`JOB_KINDS`), with the defaults Volcano's job plugins expect:
   1 + the workers); no other task. The master's end ends the job (Volcano's ``TaskCompleted`` -> ``CompleteJob``).
   Every task listens on the rendezvous port (:data:`RENDEZVOUS_PORT_NAME`, :data:`RENDEZVOUS_PORT` unless the master
   names that port with another number): the backend sets ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and
-  ``RANK`` per replica (master rank 0, workers 1..n) as the plugin does.
+  ``RANK`` per replica (master rank 0, workers 1..n) as the plugin does. That port is ``MASTER_PORT`` on Kubernetes
+  only: the local backend gives each pytorch job a free port of its machine instead (two DDP jobs on one server must
+  not collide), so there the declared ``pytorchjob-port`` is what the job would use on a cluster.
 - ``mpi`` (Volcano's ``mpi`` + ``ssh`` + ``svc`` plugins): a task ``launcher`` of exactly one replica and, optionally,
   ``worker``; the launcher's end ends the job; the backend writes the workers' hostfile.
 - ``interactive``: a session (notebook, IDE): one task of one replica, with its ports; counts towards the user's
