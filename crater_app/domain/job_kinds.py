@@ -8,7 +8,9 @@ Kinds (:data:`JOB_KINDS`), with the defaults Volcano's job plugins expect:
   1 + the workers); no other task. The master's end ends the job (Volcano's ``TaskCompleted`` -> ``CompleteJob``).
   Every task listens on the rendezvous port (:data:`RENDEZVOUS_PORT_NAME`, :data:`RENDEZVOUS_PORT` unless the master
   names that port with another number): the backend sets ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and
-  ``RANK`` per replica (master rank 0, workers 1..n) as the plugin does.
+  ``RANK`` per replica (master rank 0, workers 1..n) as the plugin does. That port is ``MASTER_PORT`` on Kubernetes
+  only: the local backend gives each pytorch job a free port of its machine instead (two DDP jobs on one server must
+  not collide), so there the declared ``pytorchjob-port`` is what the job would use on a cluster.
 - ``mpi`` (Volcano's ``mpi`` + ``ssh`` + ``svc`` plugins): a task ``launcher`` of exactly one replica and, optionally,
   ``worker``; the launcher's end ends the job; the backend writes the workers' hostfile.
 - ``interactive``: a session (notebook, IDE): one task of one replica, with its ports; counts towards the user's
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.job_tasks import JobTasks, TaskPlan, TaskPort, check_tasks, single_task, totals
 from crater_app.domain.job_volumes import parse_shm_size
+from crater_app.domain.spec_hints import suggest_restart_policy
 from crater_app.domain.rendezvous import (MPI_LAUNCHER, PYTORCH_DEFAULT_PORT, PYTORCH_MASTER, PYTORCH_WORKER,
                                           reserved_env)
 
@@ -167,10 +170,17 @@ def check_restart(policy: str, max_retry: int) -> None:
     """``restart_policy`` one of :data:`RESTART_POLICIES`; ``max_retry`` 0..:data:`MAX_RETRY`.
 
     Raises:
-        InvalidInput: ``job.restart_policy`` (``policies``, ``value``) naming ``restart_policy``;
+        InvalidInput: ``job.restart_policy`` (``policies``, ``value``) naming ``restart_policy``, or
+            ``job.restart_policy_suggestion`` (also ``suggestion``) for a Volcano/Kubernetes spelling
+            (``RestartJob``, ``OnFailure``, ...) or a near miss
+            (:func:`~crater_app.domain.spec_hints.suggest_restart_policy`);
             ``job.max_retry_range`` (``value``, ``min``, ``max``) naming ``max_retry``.
     """
     if policy not in RESTART_POLICIES:
+        suggestion = suggest_restart_policy(policy, RESTART_POLICIES)
+        if suggestion is not None:
+            raise InvalidInput("job.restart_policy_suggestion", "restart_policy", policies=", ".join(RESTART_POLICIES),
+                               value=policy[:32], suggestion=suggestion)
         raise InvalidInput("job.restart_policy", "restart_policy", policies=", ".join(RESTART_POLICIES),
                            value=policy[:32])
     if not 0 <= max_retry <= MAX_RETRY:

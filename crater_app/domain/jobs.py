@@ -24,12 +24,15 @@ from crater_app.domain.job_tasks import (  # noqa: F401 - the limits are part of
 from crater_app.domain.job_volumes import VolumeSpec, check_node_selector, check_volumes
 from crater_app.domain.naming import MAX_MODEL_CHARS, check_dns1123_label, is_model_name
 from crater_app.domain.resources import ResourceList, canonical_quantity, canonical_resources, parse_resources
+from crater_app.domain.spec_hints import known_fields, suggest_field
 
 MAX_RUNTIME_S = 30 * 24 * 3600  # 30 days
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
 #: the least ``ttl_after_finished``, seconds: time for the reconciler to read a finished job's status and logs before
 #: Volcano deletes its objects (it reads a change within seconds; a minute leaves room for a leader change)
 MIN_TTL_AFTER_FINISHED_S = 60
+#: how many of the other unknown fields an unknown-field error names (``more`` counts them all)
+MAX_OTHER_UNKNOWN = 5
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", re.ASCII)
 #: the top-level fields of the single-task form: with ``tasks`` each task gives its own
@@ -202,6 +205,25 @@ class JobSpec(BaseModel):
         return normalize_tasks(self).totals
 
 
+def _unknown_field(exc: ValidationError, at: tuple, loc: str | None, raw: dict) -> InvalidInput:
+    """The error for an unknown field at pydantic location ``at`` (path ``loc``): ``job.unknown_field`` (``name``)
+    or ``job.unknown_field_suggestion`` (also ``suggestion``, a known field at that level,
+    :func:`~crater_app.domain.spec_hints.suggest_field`); with ``_more`` (``more``: how many other unknown fields
+    the spec has, ``others``: the first :data:`MAX_OTHER_UNKNOWN` of their paths) when there are others."""
+    name = (loc or "")[:128]
+    suggestion = suggest_field(at[-1] if at else None, known_fields(JobSpec, at))
+    others = [field_paths.from_loc(e["loc"], raw) or "" for e in exc.errors()[1:] if e["type"] == "extra_forbidden"]
+    if others:
+        shown = [o[:128] for o in others[:MAX_OTHER_UNKNOWN]]
+        if suggestion is not None:
+            return InvalidInput("job.unknown_field_suggestion_more", loc, name=name, suggestion=suggestion,
+                                more=len(others), others=shown)
+        return InvalidInput("job.unknown_field_more", loc, name=name, more=len(others), others=shown)
+    if suggestion is not None:
+        return InvalidInput("job.unknown_field_suggestion", loc, name=name, suggestion=suggestion)
+    return InvalidInput("job.unknown_field", loc, name=name)
+
+
 def _model_error(exc: ValidationError, raw: dict) -> InvalidInput:
     err = exc.errors()[0]
     loc = field_paths.from_loc(err["loc"], raw)
@@ -211,7 +233,7 @@ def _model_error(exc: ValidationError, raw: dict) -> InvalidInput:
     kind = err["type"]
     name = (loc or "")[:128]
     if kind == "extra_forbidden":
-        return InvalidInput("job.unknown_field", loc, name=name)
+        return _unknown_field(exc, err["loc"], loc, raw)
     if kind == "missing":
         return InvalidInput("job.field_required", loc, name=name)
     if kind in _TYPE_ERRORS:

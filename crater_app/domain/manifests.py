@@ -36,6 +36,11 @@ PRODUCTS = {
     "kubeflow.org": "Kubeflow", "trainer.kubeflow.org": "Kubeflow",
     "": "Kubernetes", "batch": "Kubernetes", "apps": "Kubernetes",
 }
+#: (product, kind) of a multi-task gang manifest -> the Crater job kind that carries it (with ``tasks``); a Volcano
+#: Job that enables Volcano's ``pytorch`` or ``mpi`` job plugin is that kind (:func:`gang_kind`)
+GANG_KINDS = {("Volcano", "Job"): "batch", ("Kubeflow", "PyTorchJob"): "pytorch", ("Kubeflow", "MPIJob"): "mpi"}
+#: Volcano job plugins (``spec.plugins``) that make a Volcano Job one of Crater's kinds
+_VOLCANO_PLUGIN_KINDS = ("pytorch", "mpi")
 #: fields that every Kubernetes object has and no Crater job spec has
 _OBJECT_FIELDS = ("metadata", "spec")
 
@@ -63,6 +68,19 @@ def manifest_name(body: object) -> str | None:
     return f"{product + ' ' if product else ''}{kind} ({api_version})"
 
 
+def gang_kind(body: dict, product: str, kind: str) -> str | None:
+    """The Crater job kind (``batch``, ``pytorch``, ``mpi``) whose ``tasks`` carry a gang manifest - a Volcano
+    ``Job`` (``pytorch``/``mpi`` when its ``spec.plugins`` enables that plugin, else ``batch``), a Kubeflow
+    ``PyTorchJob`` or ``MPIJob`` - or ``None`` for any other manifest (its advice is the single-task form)."""
+    found = GANG_KINDS.get((product, kind))
+    if found == "batch":
+        spec = body.get("spec")
+        plugins = spec.get("plugins") if isinstance(spec, dict) else None
+        if isinstance(plugins, dict):
+            found = next((k for k in _VOLCANO_PLUGIN_KINDS if k in plugins), found)
+    return found
+
+
 def _shown(value: object) -> str:
     """A sent value as the message quotes it: its JSON text, at most 64 characters."""
     try:
@@ -78,7 +96,8 @@ def refuse_manifest(body: object) -> None:
 
     Raises:
         InvalidInput: field ``apiVersion``: ``job.manifest`` (``product``, ``kind``, ``api_version``) for a known
-            project, ``job.manifest_other`` (``kind``, ``api_version``) otherwise, ``job.manifest_api_version``
+            project, ``job.manifest_gang`` (also ``crater_kind``, :func:`gang_kind`) for a multi-task gang (a Volcano
+            Job, a Kubeflow PyTorchJob or MPIJob), ``job.manifest_other`` (``kind``, ``api_version``) otherwise, ``job.manifest_api_version``
             (``value``: an ``apiVersion`` that is not a non-empty string, as JSON), ``job.manifest_no_api_version``
             (``kind``); field ``kind``: ``job.manifest_kind`` (``api_version``; ``kind`` missing or not a string);
             field ``None``: ``job.manifest_list`` (``count``, ``manifests``: a list holding manifests).
@@ -95,6 +114,10 @@ def refuse_manifest(body: object) -> None:
         product, kind, api_version = found
         if product is None:
             raise InvalidInput("job.manifest_other", "apiVersion", kind=kind, api_version=api_version)
+        crater_kind = gang_kind(body, product, kind)
+        if crater_kind is not None:
+            raise InvalidInput("job.manifest_gang", "apiVersion", product=product, kind=kind,
+                               api_version=api_version, crater_kind=crater_kind)
         raise InvalidInput("job.manifest", "apiVersion", product=product, kind=kind, api_version=api_version)
     api_version, kind = body.get("apiVersion"), body.get("kind")
     if "apiVersion" in body:

@@ -86,6 +86,11 @@ def test_the_single_task_form_is_read_back_as_one_task_main(api):
     (ddp(shm_size="2Gi"), 422, "shm_size", "job.shm_size_memory", ["task master"]),
     (ddp(node_selector={"bad key": "x"}), 422, "node_selector.bad key", "job.node_selector_key", []),
     (ddp(restart_policy="always"), 422, "restart_policy", "job.restart_policy", []),
+    (ddp(restart_policy="OnFailure"), 422, "restart_policy", "job.restart_policy_suggestion",
+     ["did you mean 'restart'"]),
+    (ddp(tasks=[task("master"), {**task("worker"), "replica": 2}]), 422, "tasks[1].replica",
+     "job.unknown_field_suggestion", ["did you mean 'replicas'"]),
+    (ddp(minAvailable=2), 422, "minAvailable", "job.unknown_field_suggestion", ["did you mean 'min_available'"]),
     # a replica larger than the largest node (4 devices)
     (ddp(tasks=[task("master"), task("worker", gpus=8)]), 422, "tasks[1].resources.nvidia.com/gpu",
      "job.replica_never_fits_devices", ["largest node has 4 × nvidia.com/gpu; one replica cannot get 8"]),

@@ -34,7 +34,12 @@ def test_a_manifest_is_named_and_refused(api):
     for case, manifest, words in MANIFESTS:
         r = api.client.post("/api/v1/jobs", json=manifest, headers=api.auth("alice"))
         error = assert_error(r, 422, "invalid", "apiVersion", words, "Crater job spec", "command")
-        assert error["code"] == ("job.manifest_other" if case == "other" else "job.manifest"), case
+        expected = {"other": "job.manifest_other", "volcano-job": "job.manifest_gang",
+                    "kubeflow-pytorchjob": "job.manifest_gang"}.get(case, "job.manifest")
+        assert error["code"] == expected, case
+        if expected == "job.manifest_gang":  # a gang: kind + tasks, not the first container
+            assert "tasks" in error["message"] and "first container" not in error["message"], case
+            assert error["args"]["crater_kind"] == {"volcano-job": "batch", "kubeflow-pytorchjob": "pytorch"}[case]
         assert error["args"]["kind"] == manifest["kind"] and error["args"]["api_version"] == manifest["apiVersion"]
         assert "name is required" not in error["message"] and "unknown field" not in error["message"]
     assert counts(api.world.ctx) == before
@@ -45,9 +50,11 @@ def test_a_yaml_manifest_in_chinese(api):
         "apiVersion: batch.volcano.sh/v1alpha1", "kind: Job", "metadata:", "  name: train", "spec:", "  tasks: []", ""])
     r = api.client.post("/api/v1/jobs", content=body.encode(), headers={
         **api.auth("alice"), "Content-Type": "application/yaml", "Accept-Language": "zh-CN"})
-    error = assert_error(r, 422, "invalid", "apiVersion", code="job.manifest")
-    assert error["args"] == {"product": "Volcano", "kind": "Job", "api_version": "batch.volcano.sh/v1alpha1"}
+    error = assert_error(r, 422, "invalid", "apiVersion", code="job.manifest_gang")
+    assert error["args"] == {"product": "Volcano", "kind": "Job", "api_version": "batch.volcano.sh/v1alpha1",
+                             "crater_kind": "batch"}
     assert error["message"].startswith("请求体是一个 Volcano Job（batch.volcano.sh/v1alpha1），不是 Crater 作业规格")
+    assert "kind: batch" in error["message"] and "docs/job-tasks.md" in error["message"]
 
 
 def test_a_spec_with_a_kind_but_no_api_version_is_a_job_spec(api):

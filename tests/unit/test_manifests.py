@@ -83,15 +83,49 @@ def test_a_stream_of_documents_with_manifests_is_named():
 
 def test_the_refusal_names_the_document_and_what_to_send():
     with pytest.raises(InvalidInput) as caught:
-        refuse_manifest({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"})
+        refuse_manifest({"apiVersion": "v1", "kind": "Pod"})
     exc = caught.value
     assert (exc.code, exc.field) == ("job.manifest", "apiVersion")
-    assert exc.params == {"product": "Volcano", "kind": "Job", "api_version": "batch.volcano.sh/v1alpha1"}
-    assert "a Volcano Job (batch.volcano.sh/v1alpha1), not a Crater job spec" in exc.message
-    assert "command" in exc.message and "/api/v1/openapi.json" in exc.message
-    assert "Volcano Job（batch.volcano.sh/v1alpha1），不是 Crater 作业规格" in exc.message_in("zh-CN")
+    assert exc.params == {"product": "Kubernetes", "kind": "Pod", "api_version": "v1"}
+    assert "a Kubernetes Pod (v1), not a Crater job spec" in exc.message
+    assert "command" in exc.message and "first container" in exc.message and "/api/v1/openapi.json" in exc.message
+    assert "Kubernetes Pod（v1），不是 Crater 作业规格" in exc.message_in("zh-CN")
     with pytest.raises(InvalidInput) as caught:
         refuse_manifest({"apiVersion": "ray.io/v1", "kind": "RayJob"})
     assert caught.value.code == "job.manifest_other"
     assert caught.value.params == {"kind": "RayJob", "api_version": "ray.io/v1"}
     assert "manifest of kind RayJob (ray.io/v1)" in caught.value.message
+
+
+VOLCANO = "batch.volcano.sh/v1alpha1"
+
+
+@pytest.mark.parametrize("body, crater_kind", [
+    ({"apiVersion": VOLCANO, "kind": "Job"}, "batch"),
+    ({"apiVersion": VOLCANO, "kind": "Job", "spec": {"plugins": {"svc": [], "env": []}}}, "batch"),
+    ({"apiVersion": VOLCANO, "kind": "Job", "spec": {"plugins": {"pytorch": ["--master=master"]}}}, "pytorch"),
+    ({"apiVersion": VOLCANO, "kind": "Job", "spec": {"plugins": {"mpi": [], "ssh": [], "svc": []}}}, "mpi"),
+    ({"apiVersion": VOLCANO, "kind": "Job", "spec": {"plugins": ["pytorch"]}}, "batch"),
+    ({"apiVersion": VOLCANO, "kind": "Job", "spec": "x"}, "batch"),
+    ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}, "pytorch"),
+    ({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}, "mpi"),
+])
+def test_a_gang_manifest_points_at_kind_and_tasks(body, crater_kind):
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifest(body)
+    exc = caught.value
+    assert (exc.code, exc.field, exc.params["crater_kind"]) == ("job.manifest_gang", "apiVersion", crater_kind)
+    for text in (exc.message, exc.message_in("zh-CN")):
+        assert f"kind: {crater_kind}" in text and "tasks" in text and "docs/job-tasks.md" in text
+    assert "first container" not in exc.message and "第一个容器" not in exc.message_in("zh-CN")
+
+
+@pytest.mark.parametrize("body", [
+    {"apiVersion": "batch/v1", "kind": "Job"},  # a Kubernetes Job: one pod template, the single-task advice
+    {"apiVersion": "kubeflow.org/v1", "kind": "TFJob"},
+    {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue"},
+])
+def test_other_manifests_keep_the_single_task_advice(body):
+    with pytest.raises(InvalidInput) as caught:
+        refuse_manifest(body)
+    assert caught.value.code == "job.manifest" and "first container" in caught.value.message
