@@ -14,6 +14,20 @@ from crater_app.domain.gang import ABORT, COMPLETE, RESTART, Verdict
 
 #: stop reasons (column ``stop_reason``) of a gang whose verdict stops its other replicas, or restarts it
 STOP_GANG, STOP_RESTART = "GangEnded", "Restarting"
+#: the phase of a replica that Crater stopped (its gang ended, a cancel, a deadline), beside Succeeded/Failed of one
+#: that ended on its own
+STOPPED = "Stopped"
+
+
+def stopped_reason(stop_reason: str, stop_args: dict) -> str:
+    """The reason (CamelCase) of a replica stopped by Crater while its workload's stop was ``stop_reason`` (column
+    ``stop_reason``; ``stop_args`` its arguments): ``GangEnded`` when an ``ends_job`` task's end (or every needed
+    replica's success) ended the gang, ``ReplicaFailed`` when another replica's failure did, ``Restarting`` for a
+    gang restart, else the stop reason itself (``Cancelled``, ``DeadlineExceeded``)."""
+    if stop_reason == STOP_GANG:
+        verdict = verdict_of(stop_args)
+        return "GangEnded" if verdict.action == COMPLETE and verdict.succeeded else "ReplicaFailed"
+    return stop_reason
 
 
 def verdict_args(verdict: Verdict) -> dict:
