@@ -305,8 +305,11 @@ class FakeBackend:
         if verdict.action == RESTART:
             rec.restarts += 1
             rec.ended, rec.stopped, rec.run_started = {}, {}, self.clock()
+            why = f"replica {task}-{index} exited with code {verdict.exit_code}" if verdict.replica \
+                else "too few replicas succeeded"
             for key in rec.replicas():
-                rec.logs.setdefault(key, []).extend(rec.run(*key)[0])
+                rec.logs.setdefault(key, []).append(f"--- crater: restart {rec.restarts} of {w.max_retry} ({why}) ---")
+                rec.logs[key].extend(rec.run(*key)[0])
             self._set(uid, reason="Restarted", code="replicas.restarted", message="every replica started again",
                       args={"restart": rec.restarts, "max_retry": w.max_retry, "task": task, "replica": index,
                             "exit_code": verdict.exit_code})

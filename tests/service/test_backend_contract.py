@@ -5,6 +5,7 @@ is set (``tests/kube_backends.py``, docs/kubernetes-backend.md)."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 
@@ -484,6 +485,10 @@ def test_restart_starts_the_whole_gang_again_up_to_max_retry(backend):
     assert (st.code, st.exit_code) == ("replicas.failed", 4)
     assert {r.restarts for r in st.replicas} == {1}
     assert backend.read_logs(w.uid, task="worker", replica=0).count("run") == 2, "ran twice: its log goes on"
+    if not isinstance(backend, KubernetesBackend):  # a pod's log there is its own container's
+        for i in (0, 1):
+            assert re.fullmatch(r"run\n--- crater: restart 1 of 1 \(replica worker-[01] exited with code 4\) ---\n"
+                                r"run\n", backend.read_logs(w.uid, task="worker", replica=i)), "one line between runs"
 
 
 def test_restart_applies_to_a_workload_of_one_replica_too(backend):
@@ -492,3 +497,6 @@ def test_restart_applies_to_a_workload_of_one_replica_too(backend):
     st = until_state(backend, w.uid, {P.FAILED})
     assert st.exit_code == 5 and [r.restarts for r in st.replicas] == [2]
     assert backend.read_logs(w.uid).count("try") == 3
+    if not isinstance(backend, KubernetesBackend):
+        assert backend.read_logs(w.uid) == "try\n--- crater: restart 1 of 2 (replica main-0 exited with code 5) ---\n" \
+            "try\n--- crater: restart 2 of 2 (replica main-0 exited with code 5) ---\ntry\n"

@@ -58,6 +58,19 @@ def stopping(verdict: Verdict, ender: str | None, restart: int = 0, max_retry: i
     return "ReplicaFailed", say("replicas.stopping_failed", task=task, replica=index, exit_code=verdict.exit_code)
 
 
+def restart_marker(verdict: Verdict, restart: int, max_retry: int) -> str:
+    """The line written into every replica's log as the gang starts again (logs are not UI text: English), e.g.
+    ``--- crater: restart 1 of 2 (replica worker-1 exited with code 3) ---``."""
+    task, index = verdict.replica or ("", 0)
+    if verdict.replica is None:
+        why = "too few replicas succeeded"
+    elif verdict.exit_code is None:
+        why = f"replica {task}-{index} ended without an exit status"
+    else:
+        why = f"replica {task}-{index} exited with code {verdict.exit_code}"
+    return f"--- crater: restart {restart} of {max_retry} ({why}) ---\n"
+
+
 def final(verdict: Verdict, records: list[dict], ender: str | None, needed: int) -> Outcome:
     """The end of a gang whose replicas (``records``, see :mod:`~crater_app.cluster.local.replicas`) have all exited,
     as ``verdict`` decided (``ender`` as for :func:`stopping`; ``needed`` the replicas that had to succeed)."""

@@ -274,7 +274,7 @@ class Supervisor:
         devices = tuple(d for r in records for d in r.get("devices") or ())
         try:
             gang = start_gang(self.launcher, conn, self.job_dir(uid), uid, spec, tasks, devices, self.kinds,
-                              restarts=restart)
+                              restarts=restart, marker=go.restart_marker(verdict, restart, max_retry))
         except StartFailed as exc:
             self._finish(conn, uid, Outcome(FAILED, "StartError", say(exc.code, **exc.args_), None, None), records)
             return False
