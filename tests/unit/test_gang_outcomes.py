@@ -25,7 +25,8 @@ def test_a_stopped_replica_says_why(stop_reason, args, reason):
 
 
 @pytest.mark.parametrize(("verdict", "line"), [
-    (Verdict(RESTART, False, ("worker", 1), 3), "--- crater: restart 1 of 2 (replica worker-1 exited with code 3) ---\n"),
+    (Verdict(RESTART, False, ("worker", 1), 3),
+     "--- crater: restart 1 of 2 (replica worker-1 exited with code 3) ---\n"),
     (Verdict(RESTART, False, ("ps", 0), None),
      "--- crater: restart 1 of 2 (replica ps-0 ended without an exit status) ---\n"),
     (Verdict(RESTART, False, None, None), "--- crater: restart 1 of 2 (too few replicas succeeded) ---\n"),
