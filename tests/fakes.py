@@ -75,6 +75,8 @@ class _Record:
     stopping: str | None = None  # the stop's message while it is Stopping
     final: tuple[str, str, str, str, dict] | None = None  # (state, reason, message, code, args) once stopped
     ended: dict[tuple[str, int], int] = field(default_factory=dict)  # replicas that have ended -> exit code
+    stopped: dict[tuple[str, int], str] = field(default_factory=dict)  # replicas Crater stopped -> why (reason)
+    stop_word: str = ""  # while Stopping: the reason its replicas still running will be Stopped with
     run_started: float = 0.0  # when the gang's replicas (last) started, epoch seconds
     restarts: int = 0
     exit_code: int | None = None  # the final status' exit code (a stopped gang's, decided when it was stopped)
@@ -152,8 +154,9 @@ class FakeBackend:
         replicas = tuple(ReplicaStatus(
             task=t.name, replica=i, node="fake-node" if started else "",
             phase=("Pending" if not started else "Running" if (t.name, i) not in rec.ended
+                   else "Stopped" if (t.name, i) in rec.stopped
                    else "Succeeded" if rec.ended[(t.name, i)] == 0 else "Failed"),
-            exit_code=rec.ended.get((t.name, i)), restarts=rec.restarts,
+            exit_code=rec.ended.get((t.name, i)), reason=rec.stopped.get((t.name, i), ""), restarts=rec.restarts,
         ) for t in rec.workload.tasks for i in range(t.replicas))
         return WorkloadStatus(uid=rec.workload.uid, phase=_PHASES.get(rec.state), raw_state=rec.state,
                               attempt=rec.workload.attempt, placements=placements, replicas=replicas,
@@ -199,11 +202,13 @@ class FakeBackend:
                 self._set(uid, state="Cancelled", reason="Cancelled", message=reason, finished_at=self._now(),
                           code=code, args=dict(args or {}))
             elif rec.state == "Running" and rec.stopping is None:
-                self._stop(uid, f"stopping: {reason}", ("Cancelled", "Cancelled", reason, code, dict(args or {})))
+                self._stop(uid, f"stopping: {reason}", ("Cancelled", "Cancelled", reason, code, dict(args or {})),
+                           "Cancelled")
 
-    def _stop(self, uid: str, message: str, final: tuple[str, str, str, str, dict]) -> None:
+    def _stop(self, uid: str, message: str, final: tuple[str, str, str, str, dict], word: str) -> None:
+        """Stop ``uid``'s replicas still running (``word``: the reason they will be ``Stopped`` with)."""
         rec = self._records[uid]
-        rec.stopping, rec.final = message, final
+        rec.stopping, rec.final, rec.stop_word = message, final, word
         self._set(uid, state="Stopping", message=message, code="", args={})
 
     def extend(self, uid: str, max_runtime_s: int) -> None:
@@ -258,7 +263,8 @@ class FakeBackend:
                 if rec.state == "Stopping":  # its processes have exited: it ends as the stop said
                     state, reason, message, code, args = rec.final or ("Cancelled", "Cancelled", "cancelled", "", {})
                     for key in rec.replicas():
-                        rec.ended.setdefault(key, 143)
+                        if key not in rec.ended:
+                            rec.ended[key], rec.stopped[key] = 143, rec.stop_word
                     exit_code = rec.exit_code if rec.exit_code is not None else 143
                     self._set(uid, state=state, reason=reason, message=message, exit_code=exit_code,
                               exit_signal=15 if exit_code == 143 else None, finished_at=self._now(), code=code,
@@ -269,7 +275,8 @@ class FakeBackend:
                 if rec.workload.max_runtime_s and now - rec.fields["started_at"].timestamp() >= \
                         rec.workload.max_runtime_s:
                     message = f"max_runtime of {rec.workload.max_runtime_s} s exceeded"
-                    self._stop(uid, f"stopping: {message}", ("Failed", "DeadlineExceeded", message, "", {}))
+                    self._stop(uid, f"stopping: {message}", ("Failed", "DeadlineExceeded", message, "", {}),
+                               "DeadlineExceeded")
                     continue
                 newly = False
                 for key in rec.replicas():
@@ -297,9 +304,12 @@ class FakeBackend:
         task, index = verdict.replica or ("", 0)
         if verdict.action == RESTART:
             rec.restarts += 1
-            rec.ended, rec.run_started = {}, self.clock()
+            rec.ended, rec.stopped, rec.run_started = {}, {}, self.clock()
+            why = f"replica {task}-{index} exited with code {verdict.exit_code}" if verdict.replica \
+                else "too few replicas succeeded"
             for key in rec.replicas():
-                rec.logs.setdefault(key, []).extend(rec.run(*key)[0])
+                rec.logs.setdefault(key, []).append(f"--- crater: restart {rec.restarts} of {w.max_retry} ({why}) ---")
+                rec.logs[key].extend(rec.run(*key)[0])
             self._set(uid, reason="Restarted", code="replicas.restarted", message="every replica started again",
                       args={"restart": rec.restarts, "max_retry": w.max_retry, "task": task, "replica": index,
                             "exit_code": verdict.exit_code})
@@ -319,7 +329,8 @@ class FakeBackend:
             self._set(uid, state=state, reason=reason, message=message, exit_code=rec.exit_code,
                       finished_at=self._now(), code=code, args=args)
         else:
-            self._stop(uid, f"stopping: {final[2]}", final)
+            self._stop(uid, f"stopping: {final[2]}", final,
+                       "GangEnded" if verdict.action == COMPLETE and verdict.succeeded else "ReplicaFailed")
 
     def _place(self) -> None:
         running = [r for r in self._records.values() if r.state in ("Running", "Stopping")]
@@ -355,7 +366,7 @@ class FakeBackend:
             for key in rec.replicas():
                 rec.logs.setdefault(key, []).extend(rec.run(*key)[0])
             rec.stopping = rec.final = rec.exit_code = None
-            rec.ended, rec.run_started, rec.restarts = {}, self.clock(), 0
+            rec.ended, rec.stopped, rec.run_started, rec.restarts = {}, {}, self.clock(), 0
             self._set(uid, state="Running", reason="Started", message="started on fake-node", devices=devices,
                       started_at=self._now(), finished_at=None, exit_code=None, exit_signal=None, code="", args={})
 

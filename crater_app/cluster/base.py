@@ -219,8 +219,9 @@ class Placement:
 
 @dataclass(frozen=True)
 class ReplicaStatus:
-    """One replica as the backend sees it: ``phase`` (``Pending``, ``Running``, ``Succeeded``, ``Failed``, or the
-    backend's word), ``node`` (``""`` before placement), ``exit_code``, ``reason`` (CamelCase: ``OOMKilled``,
+    """One replica as the backend sees it: ``phase`` (``Pending``, ``Running``, ``Succeeded``, ``Failed``,
+    ``Stopped`` for one the platform stopped - its reason says why - or the backend's word), ``node`` (``""``
+    before placement), ``exit_code``, ``reason`` (CamelCase: ``OOMKilled``,
     ``Evicted``, ``ImagePullBackOff``, ``Unschedulable``, ...), ``message``, ``restarts``."""
 
     task: str

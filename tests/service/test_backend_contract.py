@@ -5,6 +5,7 @@ is set (``tests/kube_backends.py``, docs/kubernetes-backend.md)."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 
@@ -270,6 +271,8 @@ def test_max_runtime(backend):
     st = until_state(backend, w.uid, {P.FAILED}, timeout=6)
     assert st.reason == "DeadlineExceeded" and "max_runtime" in st.message
     assert (st.exit_code, st.exit_signal) == (143, 15)
+    assert _stopped(backend, st, "DeadlineExceeded") == [("main", 0)], "stopped by Crater"
+    assert isinstance(backend, KubernetesBackend) or st.replicas[0].exit_code == 143, "its exit code kept"
 
 
 def test_changes_is_a_watch_with_increasing_revisions(backend):
@@ -377,6 +380,14 @@ def _replicas(st):
     return [(r.task, r.replica, r.phase) for r in st.replicas]
 
 
+def _stopped(backend, st, reason):
+    """The replicas of ``st`` that Crater stopped (``(task, index)``, ``Stopped`` with ``reason``); the Kubernetes
+    backend reports its pods' own phase (a stopped pod is ``Failed``) and is only checked for having ended."""
+    if isinstance(backend, KubernetesBackend):
+        return [(r.task, r.replica) for r in st.replicas if r.phase == "Failed"]
+    return [(r.task, r.replica) for r in st.replicas if (r.phase, r.reason) == ("Stopped", reason)]
+
+
 def _said(backend, uid, task, replica):
     text = wait_for(lambda: "rank=" in (t := backend.read_logs(uid, task=task, replica=replica)) and t, 5,
                     step=backend.tick, what=f"{task}-{replica} printed its variables")
@@ -406,6 +417,8 @@ def test_a_gang_starts_whole_with_its_devices_logs_and_rendezvous_per_replica(ba
     assert backend.status(w.uid).phase in (P.STOPPING, P.CANCELLED)
     st = until_state(backend, w.uid, {P.CANCELLED})
     assert all(r.phase != "Running" for r in st.replicas), _replicas(st)
+    if not isinstance(backend, KubernetesBackend):
+        assert [(r.phase, r.reason) for r in st.replicas] == [("Stopped", "Cancelled")] * 3, _replicas(st)
     assert backend.inventory()[0].allocations == {}
 
 
@@ -432,7 +445,8 @@ def test_the_task_that_ends_the_job_ends_it_and_the_others_are_stopped(backend):
     st = until_state(backend, w.uid, {P.SUCCEEDED})
     assert st.exit_code == 0 and st.code == "replicas.task_completed" and st.args == {"task": "master"}
     assert _replicas(st)[0] == ("master", 0, "Succeeded")
-    assert all(r.phase == "Failed" and r.exit_code is not None for r in st.replicas[1:]), "stopped"
+    assert all(r.exit_code is not None for r in st.replicas[1:])
+    assert _stopped(backend, st, "GangEnded") == [("worker", 0), ("worker", 1)], "stopped by Crater, not failed"
     assert "done" in backend.read_logs(w.uid)
 
 
@@ -443,7 +457,8 @@ def test_a_failed_replica_fails_the_gang_and_stops_the_others(backend):
     assert (st.code, st.exit_code) == ("replicas.failed", 3)
     assert st.args in ({"task": "worker", "replica": 0, "exit_code": 3}, {"task": "worker", "replica": 1,
                                                                            "exit_code": 3})
-    assert ("master", 0, "Failed") in _replicas(st), "the master was stopped"
+    assert ("master", 0) in _stopped(backend, st, "ReplicaFailed"), "the master was stopped"
+    assert isinstance(backend, KubernetesBackend) or st.replicas[0].exit_code == 143, "its exit code kept"
 
 
 def test_a_failed_replica_is_ignored_under_ignore(backend):
@@ -470,6 +485,10 @@ def test_restart_starts_the_whole_gang_again_up_to_max_retry(backend):
     assert (st.code, st.exit_code) == ("replicas.failed", 4)
     assert {r.restarts for r in st.replicas} == {1}
     assert backend.read_logs(w.uid, task="worker", replica=0).count("run") == 2, "ran twice: its log goes on"
+    if not isinstance(backend, KubernetesBackend):  # a pod's log there is its own container's
+        for i in (0, 1):
+            assert re.fullmatch(r"run\n--- crater: restart 1 of 1 \(replica worker-[01] exited with code 4\) ---\n"
+                                r"run\n", backend.read_logs(w.uid, task="worker", replica=i)), "one line between runs"
 
 
 def test_restart_applies_to_a_workload_of_one_replica_too(backend):
@@ -478,3 +497,6 @@ def test_restart_applies_to_a_workload_of_one_replica_too(backend):
     st = until_state(backend, w.uid, {P.FAILED})
     assert st.exit_code == 5 and [r.restarts for r in st.replicas] == [2]
     assert backend.read_logs(w.uid).count("try") == 3
+    if not isinstance(backend, KubernetesBackend):
+        assert backend.read_logs(w.uid) == "try\n--- crater: restart 1 of 2 (replica main-0 exited with code 5) ---\n" \
+            "try\n--- crater: restart 2 of 2 (replica main-0 exited with code 5) ---\ntry\n"

@@ -171,15 +171,16 @@ def test_a_gang_holds_its_devices_while_any_replica_outlives_the_cancel(tmp_path
     local.create(w)
     wait_for(ready.exists, 10, step=local.tick, what="the deaf replica ignores SIGTERM")
     local.cancel(w.uid, "cancelled by alice")
-    wait_for(lambda: (st := local.status(w.uid)).replicas[0].phase == "Failed" and st, 5, step=local.tick,
+    wait_for(lambda: (st := local.status(w.uid)).replicas[0].phase == "Stopped" and st, 5, step=local.tick,
              what="the quick replica has exited")
     st = local.status(w.uid)
     assert (st.phase, st.reason) == (P.STOPPING, "CancelRequested")
-    assert [r.phase for r in st.replicas] == ["Failed", "Running"]
+    assert [r.phase for r in st.replicas] == ["Stopped", "Running"]
     assert local.inventory()[0].allocations == {0: w.uid, 1: w.uid}, "held until the last replica has exited"
     final = _until(local, w.uid, {P.CANCELLED}, timeout=10)
     assert "cancelled by alice" in final.message and local.inventory()[0].allocations == {}
     assert [r.exit_code for r in final.replicas] == [143, 137], "SIGTERM, then SIGKILL after the grace"
+    assert [(r.phase, r.reason) for r in final.replicas] == [("Stopped", "Cancelled")] * 2
 
 
 def test_a_gang_past_its_deadline_is_stopped_replica_by_replica(local):
@@ -188,3 +189,4 @@ def test_a_gang_past_its_deadline_is_stopped_replica_by_replica(local):
     st = _until(local, w.uid, {P.FAILED}, timeout=10)
     assert st.reason == "DeadlineExceeded" and (st.exit_code, st.exit_signal) == (143, 15)
     assert [r.exit_code for r in st.replicas] == [143, 143]
+    assert [(r.phase, r.reason) for r in st.replicas] == [("Stopped", "DeadlineExceeded")] * 2

@@ -3,6 +3,7 @@ that cannot read Crater's database, secrets, environment, nor another user's log
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import secrets
@@ -288,3 +289,22 @@ def test_the_replicas_of_a_gang_run_as_their_users_account_and_read_their_host_f
     assert logs[0][0] == logs[1][0] and int(logs[0][0]) not in (0, os.geteuid()), "the user's own account"
     assert [log[1:] for log in logs] == [["127.0.0.1", "127.0.0.1"]] * 2
     assert stat.S_IMODE((be.job_dir(w.uid) / "logs").stat().st_mode) == 0o700, "the logs are root's"
+
+
+def test_a_data_folder_under_a_closed_folder_is_warned_about_at_start(isolated, caplog):
+    """A job's account cannot pass through a 0700 folder (mktemp -d's) above the data folder: Crater says which
+    folder and what breaks (the MPI hostfile, absolute paths into the job folder); a traversable path says nothing."""
+    build, data = isolated
+    with caplog.at_level(logging.WARNING, logger="crater_app.cluster.local.backend"):
+        build()
+    assert not [r for r in caplog.records if "cannot be traversed" in r.getMessage()]
+    caplog.clear()
+    top = data.parent
+    os.chmod(top, 0o700)
+    try:
+        with caplog.at_level(logging.WARNING, logger="crater_app.cluster.local.backend"):
+            build()
+    finally:
+        os.chmod(top, 0o755)
+    [warning] = [r.getMessage() for r in caplog.records if "cannot be traversed" in r.getMessage()]
+    assert str(top) in warning and "CRATER_MPI_HOSTFILE" in warning and str(data) in warning

@@ -10,7 +10,7 @@ from itertools import islice
 import pytest
 
 from crater_app.cluster.local.accounts import NAME_MAX, account_names, check_settings
-from crater_app.cluster.local.isolation import make_dirs, trust_model
+from crater_app.cluster.local.isolation import closed_ancestors, make_dirs, trust_model
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.naming import safe_slug
 
@@ -155,3 +155,22 @@ def test_after_the_hashed_names_come_numbered_ones_so_other_installs_cannot_use_
     assert [n.rpartition("-")[2] for n in names[hashed:hashed + 3]] == ["2", "3", "4"], names[:hashed + 3]
     for name in names:
         assert POSIX_NAME.fullmatch(name) and len(name) <= NAME_MAX, name
+
+
+def test_closed_ancestors_are_the_folders_above_the_data_folder_others_cannot_traverse(tmp_path):
+    base = tmp_path.resolve()  # pytest's own folders above it are 0700: only those from here down are looked at
+    data = base / "top" / "open" / "data"
+    data.mkdir(parents=True)
+    os.chmod(base, 0o755)
+    os.chmod(base / "top", 0o700)  # as mktemp -d makes it
+    os.chmod(base / "top" / "open", 0o711)
+    os.chmod(data, 0o700)  # the data folder itself is not looked at: the os-account model sets it 0711
+
+    def closed_here():
+        return [p for p in closed_ancestors(data) if base in (p, *p.parents)]
+
+    assert closed_here() == [base / "top"]
+    os.chmod(base / "top", 0o701)
+    assert closed_here() == []
+    os.chmod(base, 0o750)
+    assert closed_here() == [base]

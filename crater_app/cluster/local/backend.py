@@ -14,6 +14,7 @@ when Crater runs as root (:mod:`~crater_app.cluster.local.isolation`, :mod:`~cra
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -28,7 +29,7 @@ from crater_app.cluster.local import cgroups as cg
 from crater_app.cluster.local import specs
 from crater_app.cluster.local.accounts import DEFAULT_PREFIX, DEFAULT_UID_RANGE, Accounts, tools_available
 from crater_app.cluster.local.inventory import discover, host_capacity, node_labels
-from crater_app.cluster.local.isolation import ISOLATED, check_mode, harden_data_dir, trust_model
+from crater_app.cluster.local.isolation import ISOLATED, check_mode, closed_ancestors, harden_data_dir, trust_model
 from crater_app.cluster.local.launch import Launcher, own_account
 from crater_app.cluster.local.outcomes import say
 from crater_app.cluster.local.placement import Placer
@@ -38,6 +39,8 @@ from crater_app.cluster.local.supervisor import Supervisor, signal_all
 from crater_app.domain.batching import GroupCommit
 from crater_app.domain.errors import InvalidInput
 from crater_app.domain.quota import Quota
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PIDS_MAX = 16384
 PIDS_MAX_LIMIT = 4194304  # the kernel's largest pid_max on 64-bit Linux (PID_MAX_LIMIT)
@@ -115,6 +118,8 @@ class LocalBackend:
         self._placer = Placer(self._store, self.cpu_m, self.memory_bytes, self.devices, self._supervisor.start,
                               self.clock, stop_grace_s=cancel_grace_s)
         self._harden()
+        if self.trust == ISOLATED:
+            _warn_closed_ancestors(self.data_dir)
 
     # -- for tests and tools that reach into the store ------------------------------------------
     @property
@@ -307,3 +312,17 @@ class LocalBackend:
     def _harden(self) -> None:
         if self.trust == ISOLATED:
             harden_data_dir(self.data_dir, self.jobs_dir, self.data_dir / "local")
+
+
+def _warn_closed_ancestors(data_dir: Path) -> None:
+    """Log a warning when a folder above ``data_dir`` does not let jobs' accounts through (see
+    :func:`~crater_app.cluster.local.isolation.closed_ancestors`); Crater still starts: a job's relative paths work."""
+    closed = closed_ancestors(data_dir)
+    if closed:
+        log.warning(
+            "local backend: %s cannot be traversed by other accounts (no o+x), so jobs, which run as their own OS "
+            "accounts, cannot reach absolute paths under the data folder %s: the MPI hostfile and the rendezvous "
+            "host files (CRATER_MPI_HOSTFILE, CRATER_HOSTS_DIR), $HOME and absolute paths into the job folder will "
+            "not resolve (a job's relative paths from its working folder still work). Move the data folder to a path "
+            "every account may traverse (e.g. /var/lib/crater) or run chmod o+x on %s.",
+            ", ".join(map(str, closed)), data_dir, " ".join(map(str, closed)))

@@ -14,6 +14,20 @@ from crater_app.domain.gang import ABORT, COMPLETE, RESTART, Verdict
 
 #: stop reasons (column ``stop_reason``) of a gang whose verdict stops its other replicas, or restarts it
 STOP_GANG, STOP_RESTART = "GangEnded", "Restarting"
+#: the phase of a replica that Crater stopped (its gang ended, a cancel, a deadline), beside Succeeded/Failed of one
+#: that ended on its own
+STOPPED = "Stopped"
+
+
+def stopped_reason(stop_reason: str, stop_args: dict) -> str:
+    """The reason (CamelCase) of a replica stopped by Crater while its workload's stop was ``stop_reason`` (column
+    ``stop_reason``; ``stop_args`` its arguments): ``GangEnded`` when an ``ends_job`` task's end (or every needed
+    replica's success) ended the gang, ``ReplicaFailed`` when another replica's failure did, ``Restarting`` for a
+    gang restart, else the stop reason itself (``Cancelled``, ``DeadlineExceeded``)."""
+    if stop_reason == STOP_GANG:
+        verdict = verdict_of(stop_args)
+        return "GangEnded" if verdict.action == COMPLETE and verdict.succeeded else "ReplicaFailed"
+    return stop_reason
 
 
 def verdict_args(verdict: Verdict) -> dict:
@@ -42,6 +56,19 @@ def stopping(verdict: Verdict, ender: str | None, restart: int = 0, max_retry: i
     if verdict.replica is not None and verdict.exit_code is None:
         return "ReplicaFailed", say("replicas.stopping_lost", task=task, replica=index)
     return "ReplicaFailed", say("replicas.stopping_failed", task=task, replica=index, exit_code=verdict.exit_code)
+
+
+def restart_marker(verdict: Verdict, restart: int, max_retry: int) -> str:
+    """The line written into every replica's log as the gang starts again (logs are not UI text: English), e.g.
+    ``--- crater: restart 1 of 2 (replica worker-1 exited with code 3) ---``."""
+    task, index = verdict.replica or ("", 0)
+    if verdict.replica is None:
+        why = "too few replicas succeeded"
+    elif verdict.exit_code is None:
+        why = f"replica {task}-{index} ended without an exit status"
+    else:
+        why = f"replica {task}-{index} exited with code {verdict.exit_code}"
+    return f"--- crater: restart {restart} of {max_retry} ({why}) ---\n"
 
 
 def final(verdict: Verdict, records: list[dict], ender: str | None, needed: int) -> Outcome:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crater_app.cluster.local import cgroups as cg
+from crater_app.cluster.local.isolation import open_log
 from crater_app.cluster.local.launch import Launched, Launcher
 from crater_app.cluster.local.processes import kill_tree
 from crater_app.cluster.local.replicas import HOSTS_DIR, cgroup_of, files_of, free_port, split_devices
@@ -57,10 +58,12 @@ def gang_cgroups(uid: str, tasks: list[TaskSpec]) -> list[str]:
 
 
 def start_gang(launcher: Launcher, conn: sqlite3.Connection, folder: Path, uid: str, spec: dict,
-               tasks: list[TaskSpec], devices: tuple[int, ...], kinds: dict[int, str], restarts: int = 0) -> Gang:
+               tasks: list[TaskSpec], devices: tuple[int, ...], kinds: dict[int, str], restarts: int = 0,
+               marker: str = "") -> Gang:
     """Start every replica of workload ``uid`` (``spec`` as :mod:`~crater_app.cluster.local.specs` keeps it) in
     ``folder`` on the gang's ``devices`` (``kinds``: device index -> resource name); ``restarts`` the gang restarts
-    so far (kept in each record).
+    so far (kept in each record); ``marker`` (a line, for a restart) is appended to each replica's log before it
+    starts, between the earlier attempt's output and this one's.
 
     Raises:
         StartFailed: a replica cannot start (as :meth:`Launcher.launch`); the replicas already started are killed.
@@ -84,6 +87,8 @@ def start_gang(launcher: Launcher, conn: sqlite3.Connection, folder: Path, uid: 
             for i in range(task.replicas):
                 log, exit_name = files_of(task.name, i, count)
                 name = cgroup_of(uid, task.name, i, count)
+                if marker:
+                    _append(folder, log, marker)
                 env = replica_env(kind, shape, task.name, i, hosts, master_port=port,
                                   hosts_dir=str(hosts_dir) if files else "", ends_job=ender)
                 if files:
@@ -117,6 +122,15 @@ def _write_host_files(folder: Path, files: dict[str, str]) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+
+
+def _append(folder: Path, log: str, text: str) -> None:
+    """Append ``text`` to the log ``log`` of the job's ``folder`` (as :func:`~.isolation.open_log` opens it)."""
+    fd = open_log(folder, log)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
 
 
 def _kill(started: list[tuple[dict, Launched]]) -> None:

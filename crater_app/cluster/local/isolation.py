@@ -90,6 +90,24 @@ def harden_data_dir(data_dir: Path, jobs_dir: Path, state_dir: Path) -> None:
         _clear_group_and_other(Path(entry.path))
 
 
+def closed_ancestors(data_dir: Path) -> list[Path]:
+    """The folders above ``data_dir`` (an absolute, resolved path; from ``/`` down) that other accounts cannot
+    traverse (no ``o+x``). Under ``os-account`` a job's account is one of those others: with any such folder above
+    the data folder, no absolute path into the job's folder resolves for the job - its rendezvous host files
+    (``CRATER_HOSTS_DIR``, ``CRATER_MPI_HOSTFILE``), ``$HOME`` (its ``work/``), paths written in its command. A
+    folder that cannot be read (``OSError``) counts as closed."""
+    closed = []
+    for folder in reversed(data_dir.parents):
+        try:
+            mode = os.stat(folder).st_mode
+        except OSError:
+            closed.append(folder)
+            continue
+        if not mode & stat.S_IXOTH:
+            closed.append(folder)
+    return closed
+
+
 def make_dirs(top: Path, relative: str | None, owner: tuple[int, int] | None) -> Path:
     """Create ``top/relative`` folder by folder (mode 0700, each given to ``owner`` = ``(uid, gid)`` when set) and
     return it. Each step opens the folder it made without following links (``O_NOFOLLOW``), so a link planted in a

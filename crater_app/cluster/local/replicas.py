@@ -4,7 +4,9 @@ store keeps of each (column ``replicas``: a JSON list in task order).
 A record has ``task`` and ``replica`` (index) from the start; once the gang is started also ``devices``, ``pid``
 and ``pid_start`` (its runner), ``limits`` (:class:`~crater_app.cluster.local.outcomes.Limits` as JSON), ``log`` and
 ``exit`` (file names in the job's folder) and ``restarts`` (gang restarts so far); once it has ended ``phase``
-(``Succeeded``/``Failed``), ``exit_code``, ``exit_signal`` and ``reason`` (CamelCase, as the workload's).
+(``Succeeded``/``Failed`` when it ended on its own, ``Stopped`` when Crater stopped it), ``exit_code``,
+``exit_signal`` and ``reason`` (CamelCase, as the workload's; a stopped one's says why: ``GangEnded``, ``Cancelled``,
+``DeadlineExceeded``, ``ReplicaFailed``, ``Restarting``).
 
 Files: a workload of one replica keeps the layout of single-command jobs (``output.log``, ``exit_code``, cgroup named
 by the uid); each replica of a larger one has ``logs/<task>-<index>.log`` and ``logs/<task>-<index>.exit`` and a

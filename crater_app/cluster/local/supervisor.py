@@ -174,7 +174,10 @@ class Supervisor:
                 if exit_status is None and term_sent is not None:  # its runner died of the stop (SIGKILL after the
                     sig = runner_signal or signal.SIGKILL          # grace) before it could record a status
                     code, reason = SIGNAL_BASE + sig, "Signaled"
-                r.update(phase=outcome.state, exit_code=code, exit_signal=sig, reason=reason)
+                phase = outcome.state
+                if stop_reason is not None and term_sent is not None:  # Crater stopped it: not a failure of its own
+                    phase, reason = go.STOPPED, go.stopped_reason(stop_reason, _json_dict(stop_args))
+                r.update(phase=phase, exit_code=code, exit_signal=sig, reason=reason)
             if len(records) == 1 and self._restarts_alone(conn, uid, stop_reason, records):
                 restarted = True
             elif len(records) == 1:  # one replica: it ends exactly as a single-command job always has
@@ -271,7 +274,7 @@ class Supervisor:
         devices = tuple(d for r in records for d in r.get("devices") or ())
         try:
             gang = start_gang(self.launcher, conn, self.job_dir(uid), uid, spec, tasks, devices, self.kinds,
-                              restarts=restart)
+                              restarts=restart, marker=go.restart_marker(verdict, restart, max_retry))
         except StartFailed as exc:
             self._finish(conn, uid, Outcome(FAILED, "StartError", say(exc.code, **exc.args_), None, None), records)
             return False
