@@ -381,10 +381,8 @@ def _replicas(st):
 
 
 def _stopped(backend, st, reason):
-    """The replicas of ``st`` that Crater stopped (``(task, index)``, ``Stopped`` with ``reason``); the Kubernetes
-    backend reports its pods' own phase (a stopped pod is ``Failed``) and is only checked for having ended."""
-    if isinstance(backend, KubernetesBackend):
-        return [(r.task, r.replica) for r in st.replicas if r.phase == "Failed"]
+    """The replicas of ``st`` that Crater (or Volcano, for it) stopped: ``(task, index)``, ``Stopped`` with
+    ``reason``."""
     return [(r.task, r.replica) for r in st.replicas if (r.phase, r.reason) == ("Stopped", reason)]
 
 
@@ -417,8 +415,7 @@ def test_a_gang_starts_whole_with_its_devices_logs_and_rendezvous_per_replica(ba
     assert backend.status(w.uid).phase in (P.STOPPING, P.CANCELLED)
     st = until_state(backend, w.uid, {P.CANCELLED})
     assert all(r.phase != "Running" for r in st.replicas), _replicas(st)
-    if not isinstance(backend, KubernetesBackend):
-        assert [(r.phase, r.reason) for r in st.replicas] == [("Stopped", "Cancelled")] * 3, _replicas(st)
+    assert [(r.phase, r.reason) for r in st.replicas] == [("Stopped", "Cancelled")] * 3, _replicas(st)
     assert backend.inventory()[0].allocations == {}
 
 

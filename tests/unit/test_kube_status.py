@@ -232,8 +232,23 @@ def test_replicas_of_deleted_pods_and_volcano_retries():
     removed = datetime(2026, 12, 1, 10, 9, tzinfo=timezone.utc)
     st = workload_status("u1", j, [master], accelerators=GPU,
                          gone=[(worker, removed, removed + timedelta(seconds=30))])
-    assert [(r.task, r.phase, r.exit_code, r.restarts) for r in st.replicas] == [
-        ("master", "Succeeded", 0, 1), ("worker", "Failed", 143, 1)]
+    assert [(r.task, r.phase, r.reason, r.exit_code, r.restarts) for r in st.replicas] == [
+        ("master", "Succeeded", "Completed", 0, 1), ("worker", "Stopped", "GangEnded", 143, 1)]
     late = workload_status("u1", j, [master], accelerators=GPU,
                            gone=[(worker, removed, removed - timedelta(seconds=1))])
     assert late.replicas[1].exit_code == 137, "removed after its grace: SIGKILL"
+
+
+@pytest.mark.parametrize("phase, annotations, reason", [
+    ("Completing", {}, "GangEnded"),                    # CompleteJob: a task that ends the job finished
+    ("Terminating", {}, "ReplicaFailed"),               # restart_policy fail: TerminateJob after a replica failed
+    ("Restarting", {}, "Restarting"),                   # RestartJob
+    ("Terminating", {"crater.io/stop": '{"kind": "cancel"}'}, "Cancelled"),
+    ("Terminating", {"crater.io/stop": '{"kind": "deadline", "max_runtime_s": 60}'}, "DeadlineExceeded"),
+])
+def test_a_replica_stopped_while_it_ran_says_who_stopped_it(phase, annotations, reason):
+    from crater_app.cluster.kube.status import stopped_by
+
+    j = job(phase)
+    j["metadata"]["annotations"] = {**(j["metadata"].get("annotations") or {}), **annotations}
+    assert stopped_by(j) == reason

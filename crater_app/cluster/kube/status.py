@@ -193,11 +193,30 @@ def _last_exit(pods: list[dict], gone: list[Gone]) -> tuple[int | None, int | No
     return None, None
 
 
+#: the phase of a replica that Crater or Volcano stopped (its pod deleted while it ran), as the local backend says it
+STOPPED = "Stopped"
+
+
+def stopped_by(job: dict | None) -> str:
+    """Why the Job's running pods were stopped, as the local backend words it: ``Cancelled`` or ``DeadlineExceeded``
+    (a stop Crater asked for, :class:`Stop`), ``GangEnded`` (Volcano's ``CompleteJob``: a task that ends the job
+    finished), ``ReplicaFailed`` (an ``AbortJob``/``TerminateJob`` policy after a replica failed), ``Restarting``
+    (``RestartJob``)."""
+    stop = Stop.from_job(job)
+    if stop is not None:
+        return "Cancelled" if stop.kind == STOP_CANCEL else "DeadlineExceeded"
+    phase = volcano_phase(job)
+    if phase in ("Restarting", "Pending", "Running"):
+        return "Restarting"
+    return "GangEnded" if phase in ("Completing", "Completed") else "ReplicaFailed"
+
+
 def pending_replicas(job: dict | None, facts: list[tuple[dict, podinfo.PodFacts]], gone: list[Gone] = ()
                      ) -> tuple[ReplicaStatus, ...]:
     """Every replica the Job's tasks have (``spec.tasks[].replicas``), in task order: from its pod (and the pod's
-    facts) where there is one; else from its deleted pod (a pod Volcano stopped - a ``CompleteJob`` or ``AbortJob``
-    deletes the pods still running - is ``Failed``, with the exit status :func:`_last_exit` infers); else
+    facts) where there is one; else from its deleted pod (a pod Crater or Volcano stopped - a cancel, a
+    ``CompleteJob`` or ``TerminateJob`` deletes the pods still running - is ``Stopped`` with the reason
+    :func:`stopped_by` gives and the exit status :func:`_last_exit` infers); else
     ``Pending`` (the job controller has not made the pod yet). ``restarts`` counts the pod's container restarts and
     the Job's restarts by Volcano (``status.retryCount``: a ``RestartJob`` makes every pod anew)."""
     retries = int((((job or {}).get("status") or {}).get("retryCount")) or 0)
@@ -218,7 +237,7 @@ def pending_replicas(job: dict | None, facts: list[tuple[dict, podinfo.PodFacts]
                 last = podinfo.replica_status(stopped[(name, i)][0])
                 if last.phase not in podinfo.FINISHED_POD_PHASES:
                     code, _ = _last_exit([], [stopped[(name, i)]])
-                    last = dataclasses.replace(last, phase="Failed", exit_code=code)
+                    last = dataclasses.replace(last, phase=STOPPED, exit_code=code, reason=stopped_by(job))
                 out.append(counted(last))
             else:
                 out.append(ReplicaStatus(name, i, "Pending"))
