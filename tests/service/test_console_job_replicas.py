@@ -130,3 +130,15 @@ def test_a_single_task_job_keeps_its_one_argument_list(console):
     run(st, "load")
     assert st.task_blocks == [] and st.task_argvs == [] and st.argv == ["sh", "-c", "sleep 30"]
     assert st.job["memory"] == "2 GiB"
+
+
+def test_the_log_header_counts_the_shown_replicas_restarts(console):
+    tasks = [{"name": "worker", "replicas": 2, "command": ["sh", "-c", "echo run; exit 4"], "resources": {GPU: 1}}]
+    job = jobs.submit_job(console.ctx, console.alice, {"name": "flaky", "tasks": tasks, "restart_policy": "restart",
+                                                       "max_retry": 1})
+    drive_until(LeaderLoop(console.ctx), job.id, "Failed")
+    st = page(console, job.id)
+    run(st, "load")
+    assert st.log_key == "worker/0" and st.log_restarts == "1"
+    run(st, "pick_replica", "worker/1")
+    assert st.log_restarts == "1"
