@@ -8,7 +8,7 @@ import reflex as rx
 
 from crater_app.domain.errors import CraterError, NotFound, Unauthenticated
 from crater_app.services import console, jobs
-from crater_app.state import live, messages, replica_views, views
+from crater_app.state import live, messages, replica_views, task_views, views
 from crater_app.state.base import AppState
 
 
@@ -28,6 +28,9 @@ class JobDetailState(AppState):
     events: list[dict[str, str]] = []
     logs: str = ""
     replicas: list[dict[str, str]] = []
+    #: a job with several tasks: one block per task (``task_views.task_rows``) and each task's argument list
+    tasks: list[dict[str, str]] = []
+    task_argvs: list[list[str]] = []
     #: the replica whose log is shown (``replica_views.replica_key``; ``""``: the first)
     log_key: str = ""
     keeps_manifests: bool = False
@@ -92,6 +95,16 @@ class JobDetailState(AppState):
         """The replicas table with phases and reasons in the console's language."""
         return replica_views.localized_rows(self.lang, self.replicas)
 
+    @rx.var
+    def task_blocks(self) -> list[dict[str, str]]:
+        """The tasks' blocks with their per-replica resources in the console's language (``[]``: one task)."""
+        return task_views.localized_tasks(self.lang, self.tasks)
+
+    @rx.var
+    def log_restarts(self) -> str:
+        """How often the replica whose log is shown has restarted (``""``: never)."""
+        return task_views.log_restarts(self.replicas, self.log_key)
+
     def _log_target(self) -> dict:
         """``task``/``replica`` of the log shown (``job_view``'s keyword arguments)."""
         task, replica = replica_views.parse_key(self.log_key)
@@ -106,6 +119,9 @@ class JobDetailState(AppState):
         events = [views.event_row(e) for e in view.events]
         if events != self.events:
             self.events = events
+        tasks, argvs = task_views.task_rows(view.job)
+        if tasks != self.tasks or argvs != self.task_argvs:
+            self.tasks, self.task_argvs = tasks, argvs
         rows = [replica_views.replica_row(r) for r in view.replicas]
         if rows != self.replicas:
             self.replicas = rows
@@ -133,7 +149,7 @@ class JobDetailState(AppState):
             return None
         if self.job.get("id") != str(job_id):
             self.job, self.argv, self.events, self.logs, self.loaded = {}, [], [], "", False
-            self.replicas, self.log_key = [], ""
+            self.replicas, self.log_key, self.tasks, self.task_argvs = [], "", [], []
             self.keeps_manifests, self.manifest, self.manifest_open = False, "", False
         try:
             view = await self.call(console.job_view, job_id, **self._log_target())

@@ -14,6 +14,7 @@ from crater_app import i18n
 from crater_app.domain.times import utcnow
 from crater_app.i18n.format import duration
 from crater_app.schemas import JobEventPublic, JobPublic, NodePublic, UserPublic
+from crater_app.state.task_views import memory_text
 
 TERMINAL_PHASES = ("Succeeded", "Failed", "Cancelled")
 #: what an empty cell shows
@@ -95,7 +96,7 @@ def job_detail(job: JobPublic) -> dict[str, str]:
         "image": job.image, "working_dir": job.working_dir or "",
         "gpus": str(job.gpus), "model": job.accelerator_model or "",
         "devices": ", ".join(str(d) for d in job.devices),
-        "cpu": str(res.get("cpu", "")), "memory": str(res.get("memory", "")),
+        "cpu": str(res.get("cpu", "")), "memory": memory_text(res.get("memory")),
         "max_runtime_s": _seconds(job.max_runtime) if job.max_runtime else "",
         "priority": str(job.priority), "created": fmt_time(job.created_at), "started": fmt_time(job.started_at),
         "finished": fmt_time(job.finished_at), "runtime_s": _seconds(runtime_seconds(job)),

@@ -45,6 +45,13 @@ def test_a_gang_shows_its_replicas_and_the_log_of_the_one_picked(page: Page, con
     expect(page.locator("#job-logs")).to_contain_text("worker-out 1")
     expect(page.locator("#job-logs")).not_to_contain_text("master-out")
     expect(page.locator("#job-manifest-section")).to_have_count(0)  # the local backend keeps no objects
+    # the Command card: one block per task, with its replicas and per-replica resources; memory as a size
+    blocks = page.locator("#job-tasks [data-task]")
+    expect(blocks).to_have_count(2)
+    expect(page.locator('#job-tasks [data-task="worker"]')).to_contain_text("Replicas: 2")
+    expect(page.locator('#job-tasks [data-task="worker"]')).to_contain_text("64 MiB memory")
+    expect(page.locator('#job-tasks [data-task="worker"]')).to_contain_text("worker-out $VC_TASK_INDEX; sleep 60")
+    expect(page.get_by_text("192 MiB", exact=True)).to_be_visible()  # the job's memory: three replicas of 64 MiB
     if os.environ.get("CRATER_SCREENSHOT_DIR"):
         page.screenshot(path=os.path.join(os.environ["CRATER_SCREENSHOT_DIR"], "job-replicas.png"), full_page=True)
     assert page.page_errors == []  # type: ignore[attr-defined]

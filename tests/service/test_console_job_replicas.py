@@ -104,3 +104,41 @@ def test_another_user_sees_no_job(console):
     st = page(console, gang(console), who="bob")
     run(st, "load")
     assert st.not_found and st.replicas == [] and st.logs == ""
+
+
+def test_a_job_of_several_tasks_shows_one_block_each_and_its_memory_as_a_size(console):
+    tasks = [{"name": "master", "replicas": 1, "command": ["sh", "-c"], "args": ["echo master-out; sleep 30"],
+              "resources": {GPU: 1, "memory": "512Mi"}},
+             {"name": "worker", "replicas": 2, "command": ["sh", "-c", "echo worker-out; sleep 30"],
+              "resources": {GPU: 1, "memory": "512Mi", "cpu": "500m"}}]
+    job = jobs.submit_job(console.ctx, console.alice, {"name": "gang", "tasks": tasks})
+    drive_until(LeaderLoop(console.ctx), job.id, "Running")
+    st = page(console, job.id)
+    run(st, "load")
+    assert st.job["memory"] == "1.5 GiB", "the total over three replicas of 512 MiB"
+    assert [(b["name"], b["replicas"], b["resources_text"]) for b in st.task_blocks] == [
+        ("master", "1", "1 × nvidia.com/gpu, 1 core, 512 MiB memory"),  # the default CPU
+        ("worker", "2", "1 × nvidia.com/gpu, 0.5 cores, 512 MiB memory")]
+    assert st.task_argvs == [["sh", "-c", "echo master-out; sleep 30"], ["sh", "-c", "echo worker-out; sleep 30"]]
+    assert st.log_restarts == "", "no replica has restarted"
+
+
+def test_a_single_task_job_keeps_its_one_argument_list(console):
+    job = jobs.submit_job(console.ctx, console.alice, {"name": "one", "command": ["sh", "-c", "sleep 30"],
+                                                       "resources": {"memory": "2Gi"}})
+    st = page(console, job.id)
+    run(st, "load")
+    assert st.task_blocks == [] and st.task_argvs == [] and st.argv == ["sh", "-c", "sleep 30"]
+    assert st.job["memory"] == "2 GiB"
+
+
+def test_the_log_header_counts_the_shown_replicas_restarts(console):
+    tasks = [{"name": "worker", "replicas": 2, "command": ["sh", "-c", "echo run; exit 4"], "resources": {GPU: 1}}]
+    job = jobs.submit_job(console.ctx, console.alice, {"name": "flaky", "tasks": tasks, "restart_policy": "restart",
+                                                       "max_retry": 1})
+    drive_until(LeaderLoop(console.ctx), job.id, "Failed")
+    st = page(console, job.id)
+    run(st, "load")
+    assert st.log_key == "worker/0" and st.log_restarts == "1"
+    run(st, "pick_replica", "worker/1")
+    assert st.log_restarts == "1"

@@ -8,11 +8,15 @@ import reflex as rx
 from crater_app.state import JobDetailState
 from crater_app.ui.components import (
     MONO, empty_mark, error_callout, loading, narrow_only, or_empty, page_header, phase_badge, section_title, shell,
-    t, wide_only,
+    t, t_format, wide_only,
 )
+from crater_app.ui.job_command import command_section
 from crater_app.ui.replicas import manifest_section, replica_picker, replicas_section
 
 J = JobDetailState.job
+#: a job kind -> the catalogue key of its words and its badge color
+KIND_WORDS = (("batch", "quota.kind.batch", "gray"), ("interactive", "quota.kind.interactive", "violet"),
+              ("pytorch", "jobform.kind.pytorch", "orange"), ("mpi", "jobform.kind.mpi", "cyan"))
 
 
 def _crumbs() -> rx.Component:
@@ -103,8 +107,10 @@ def _overview() -> rx.Component:
                 _item(t("job.user"), J["user"]),
                 _item(t("job.project"), J["project"]),
                 _item(t("quota.job.kind"),
-                      rx.badge(rx.cond(J["kind"] == "interactive", t("quota.kind.interactive"), t("quota.kind.batch")),
-                               variant="soft", color_scheme=rx.cond(J["kind"] == "interactive", "violet", "gray"),
+                      rx.badge(rx.match(J["kind"], *[(kind, t(key)) for kind, key, _ in KIND_WORDS], J["kind"]),
+                               variant="soft",
+                               color_scheme=rx.match(J["kind"], *[(kind, color) for kind, _, color in KIND_WORDS],
+                                                     "gray"),
                                custom_attrs={"data-kind": J["kind"]}),
                       "job-kind"),
                 _item(t("quota.job.preemptible"),
@@ -157,40 +163,6 @@ def _resources() -> rx.Component:
                 size="2",
             ),
             spacing="4",
-        ),
-        size="3",
-        width="100%",
-    )
-
-
-def _arg(arg: rx.Var, index: rx.Var) -> rx.Component:
-    return rx.hstack(
-        rx.text(index, font_family=MONO, size="1", color_scheme="gray", min_width="28px", text_align="right",
-                padding_top="2px"),
-        rx.text(arg, font_family=MONO, size="2", white_space="pre-wrap", word_break="break-all"),
-        spacing="3",
-        align="start",
-        width="100%",
-        class_name="job-arg",
-    )
-
-
-def _command() -> rx.Component:
-    return rx.card(
-        rx.vstack(
-            section_title(t("job.section.command"), "terminal"),
-            rx.vstack(
-                rx.foreach(JobDetailState.argv, _arg),
-                background_color=rx.color("gray", 3),
-                border_radius="var(--radius-3)",
-                padding="var(--space-3)",
-                spacing="1",
-                width="100%",
-                id="job-command",
-            ),
-            rx.text(t("job.command.note"), size="1", color_scheme="gray"),
-            spacing="3",
-            width="100%",
         ),
         size="3",
         width="100%",
@@ -262,6 +234,13 @@ def _logs() -> rx.Component:
             rx.hstack(
                 section_title(t("job.section.logs"), "scroll_text"),
                 replica_picker(),
+                rx.cond(
+                    JobDetailState.log_restarts != "",
+                    rx.badge(rx.icon("rotate_ccw", size=12),
+                             t_format("job.logs.restarts", restarts=JobDetailState.log_restarts),
+                             color_scheme="amber", variant="soft", radius="full", id="log-restarts"),
+                    rx.fragment(),
+                ),
                 rx.spacer(),
                 rx.cond(
                     JobDetailState.finished,
@@ -338,7 +317,7 @@ def job_detail_page() -> rx.Component:
                     _waiting(),
                     rx.grid(_overview(), _resources(), columns=rx.breakpoints(initial="1", md="2"), spacing="5",
                             width="100%"),
-                    _command(),
+                    command_section(),
                     replicas_section(),
                     _logs(),
                     _events(),
