@@ -1,7 +1,8 @@
 """The reconciler's common phase changes written without ORM objects: a job ``Queued`` or ``Running`` that the backend
 reports in another phase it may move to (``Queued -> Running``, ``Running -> Succeeded | Failed | Stopping``, ...),
-written as one ``UPDATE jobs`` row of parameters and its ``job_events`` rows, which
-:class:`~crater_app.services.reconcile.Reconciler` sends for a whole batch of changes with one ``executemany`` each.
+written as the new values of one ``jobs`` row and its ``job_events`` rows, which
+:class:`~crater_app.services.reconcile.Reconciler` writes for a whole batch of changes with a few statements
+(:mod:`crater_app.db.queries.row_batches`).
 
 :func:`phase_change` gives exactly what ``Reconciler._apply_one`` writes for such a job (the same columns' values and
 the same events), or ``None`` for every case that needs the job's other fields or a rule of its own, which stay on
@@ -9,16 +10,14 @@ that path: a state Crater does not know, a job ``Stopping`` or in any other phas
 (``IgnoredTransition``), a preempted job's end (``Reconciler._preempted``), and the start of a later attempt after a
 previous run ended (billing's ``charged_until`` in ``Reconciler._started``).
 
-The UPDATE is a plain row update, so the database's row triggers on ``jobs`` (``active_usage``, migration 0006)
-move the counts as for any other write.
+The UPDATE is a plain update of the rows, so the database's row triggers on ``jobs`` (``active_usage``, migration
+0006) move the counts as for any other write.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import NamedTuple
-
-from sqlalchemy import bindparam
 
 from crater_app.cluster.base import WorkloadStatus
 from crater_app.db.models import Job
@@ -27,12 +26,10 @@ from crater_app.services import admission
 from crater_app.services.job_events import event_row
 
 _JOBS = Job.__table__
-#: one job's phase change: every column a transition of ``Reconciler._apply_one`` may write (those it leaves alone
-#: get the value the row had), ``b_id`` naming the row; run with a list of :class:`PhaseChange` ``update`` dicts
-PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).values(
-    phase=bindparam("b_phase"), reason=bindparam("b_reason"), reason_code=bindparam("b_code"),
-    reason_args=bindparam("b_args"), devices=bindparam("b_devices"), exit_code=bindparam("b_exit_code"),
-    exit_signal=bindparam("b_exit_signal"), started_at=bindparam("b_started"), finished_at=bindparam("b_finished"))
+#: the columns one job's phase change writes: every column a transition of ``Reconciler._apply_one`` may write
+#: (those it leaves alone get the value the row had); a :class:`PhaseChange` ``update`` has these and ``id``
+PHASE_COLUMNS = ("phase", "reason", "reason_code", "reason_args", "devices", "exit_code", "exit_signal",
+                 "started_at", "finished_at")
 #: the phases a job leaves on this path (a ``Stopping`` job keeps Crater's own reason and has rules of its own)
 _FROM = frozenset({JobPhase.QUEUED, JobPhase.RUNNING})
 
@@ -57,8 +54,8 @@ ROW_COLUMNS = tuple(_JOBS.c[name] for name in JobRow._fields)
 
 
 class PhaseChange(NamedTuple):
-    """What one job's phase change writes: ``update`` (parameters of :data:`PHASE_UPDATE`) and ``events``
-    (``job_events`` rows, oldest first)."""
+    """What one job's phase change writes: ``update`` (``id`` and the :data:`PHASE_COLUMNS` of its row) and
+    ``events`` (``job_events`` rows, oldest first)."""
 
     update: dict
     events: list[dict]
@@ -100,6 +97,6 @@ def phase_change(row: JobRow, status: WorkloadStatus, reason: tuple[str, str, di
     at = start if phase == JobPhase.RUNNING else finished_at
     events.append(event_row(row.id, phase.value, status.reason, code, args, at=at or now, message=text))
     return PhaseChange({
-        "b_id": row.id, "b_phase": phase.value, "b_reason": text, "b_code": code, "b_args": args,
-        "b_devices": list(status.devices), "b_exit_code": status.exit_code, "b_exit_signal": status.exit_signal,
-        "b_started": started_at, "b_finished": finished_at}, events)
+        "id": row.id, "phase": phase.value, "reason": text, "reason_code": code, "reason_args": args,
+        "devices": list(status.devices), "exit_code": status.exit_code, "exit_signal": status.exit_signal,
+        "started_at": started_at, "finished_at": finished_at}, events)
