@@ -61,7 +61,8 @@ class PhaseChange(NamedTuple):
     events: list[dict]
 
 
-def phase_change(row: JobRow, status: WorkloadStatus, reason: tuple[str, str, dict], now: datetime) -> PhaseChange | None:
+def phase_change(row: JobRow, status: WorkloadStatus, reason: tuple[str, str, dict],
+                 now: datetime) -> PhaseChange | None:
     """The phase change of job ``row`` to ``status.phase``, or ``None`` when it is not one this path writes (see the
     module's docstring; the caller hands those to ``Reconciler._apply_one``).
 
