@@ -11,15 +11,16 @@ import logging
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from crater_app.cluster.base import WorkloadStatus
 from crater_app.db.models import Job, Project, User
+from crater_app.db.queries import row_batches
 from crater_app.db.types import utcnow
 from crater_app.domain.jobs import JobPhase, can_transition
 from crater_app.services import admission, job_reasons, stops
+from crater_app.services import reconcile_bulk as bulk
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
 from crater_app.services.jobs import workload_of
@@ -27,9 +28,9 @@ from crater_app.services.jobs import workload_of
 log = logging.getLogger(__name__)
 _ACTIVE = admission.ACTIVE_PHASES
 _JOBS = Job.__table__
-_SAME_PHASE_UPDATE = _JOBS.update().where(_JOBS.c.id == bindparam("b_id")).values(
-    reason=bindparam("b_reason"), reason_code=bindparam("b_code"), reason_args=bindparam("b_args"),
-    devices=bindparam("b_devices"))
+#: the columns a change that keeps the phase writes (with ``id``)
+_SAME_PHASE_COLUMNS = ("reason", "reason_code", "reason_args", "devices")
+_EVENT_COLUMNS = ("job_id", "at", "phase", "reason", "message", "code", "args")  # those of event_row
 #: ``jobs.reason_code`` holds codes of at most this many characters (a longer backend code keeps only its text)
 MAX_CODE_CHARS = 64
 #: backend reasons that keep the phase but belong on the job's timeline as events of their own: a gang starting again
@@ -92,41 +93,45 @@ class Reconciler:
         latest = {c.uid: c for c in changes}
         blockers = {b for c in latest.values() if isinstance(b := (c.args or {}).get("blocker"), str)}
         with self.ctx.session() as s:
-            # Most changes keep the phase and only bring a new message (e.g. a queued job's position): those are
-            # one UPDATE of the reason and devices each, sent together; only the rest go through ORM objects and
-            # _apply_one. The outcome is the same as _apply_one for every job (it does exactly this when the
-            # phase is unchanged).
+            # Most changes keep the phase and only bring a new message (e.g. a queued job's position): those write
+            # the reason and devices; the common phase changes (Queued -> Running -> an end) every column a
+            # transition writes (services.reconcile_bulk). Each kind is one statement per chunk of rows, their
+            # events one INSERT (db.queries.row_batches). Only the rest go through ORM objects and _apply_one.
+            # The outcome is the same as _apply_one's for every job.
             conn = s.connection()
-            c = _JOBS.c
-            rows = conn.execute(
-                sa_select(c.id, c.uid, c.phase, c.reason, c.reason_code, c.reason_args, c.devices, c.attempt)
-                .where(c.uid.in_(list(latest | dict.fromkeys(blockers))))
-            ).all()
+            rows = conn.execute(sa_select(*bulk.ROW_COLUMNS).where(
+                _JOBS.c.uid.in_(list(latest | dict.fromkeys(blockers))))).all()
             ids = {row.uid: row.id for row in rows}
-            updates, others, events = [], [], []
-            for job_id, uid, phase, reason, code, args, devices, attempt in rows:
-                status = latest.get(uid)
-                if status is None or status.attempt < attempt:
+            updates, moves, others, events = [], [], [], []
+            now = utcnow()
+            for row in rows:
+                status = latest.get(row.uid)
+                if status is None or status.attempt < row.attempt:
                     continue  # only named as a blocker, or a status of an earlier run: history
+                phase = row.phase
                 if status.phase == JobPhase(phase) and phase != JobPhase.STOPPING.value:
                     new_reason, new_code, new_args = status_reason(status, ids)
-                    if ((reason, code, args or {}) != (new_reason, new_code, new_args)
-                            or list(status.devices) != devices):
-                        updates.append({"b_id": job_id, "b_reason": new_reason, "b_code": new_code,
-                                        "b_args": new_args, "b_devices": list(status.devices)})
-                        if status.reason in TIMELINE_REASONS and new_code != code:
-                            events.append(event_row(job_id, phase, status.reason, new_code, new_args,
-                                                    at=utcnow(), message=new_reason))
-                else:
-                    others.append(uid)
-            if updates:
-                conn.execute(_SAME_PHASE_UPDATE, updates)
-            if events:
-                conn.execute(EVENTS.insert(), events)
-            if others:
+                    if ((row.reason, row.reason_code, row.reason_args or {}) != (new_reason, new_code, new_args)
+                            or list(status.devices) != row.devices):
+                        updates.append({"id": row.id, "reason": new_reason, "reason_code": new_code,
+                                        "reason_args": new_args, "devices": list(status.devices)})
+                        if status.reason in TIMELINE_REASONS and new_code != row.reason_code:
+                            events.append(event_row(row.id, phase, status.reason, new_code, new_args,
+                                                    at=now, message=new_reason))
+                    continue
                 self.moved = True
-                for job in s.exec(select(Job).where(Job.uid.in_(others))).all():
-                    self._apply_one(s, job, latest[job.uid], ids)
+                change = bulk.phase_change(row, status, status_reason(status, ids), now) \
+                    if status.phase is not None else None
+                if change is None:
+                    others.append(row.uid)
+                else:
+                    moves.append(change.update)
+                    events.extend(change.events)
+            row_batches.update_rows(conn, _JOBS, "id", _SAME_PHASE_COLUMNS, updates)
+            row_batches.update_rows(conn, _JOBS, "id", bulk.PHASE_COLUMNS, moves)
+            row_batches.insert_rows(conn, EVENTS, _EVENT_COLUMNS, events)
+            for job in s.exec(select(Job).where(Job.uid.in_(others))).all() if others else ():
+                self._apply_one(s, job, latest[job.uid], ids)
 
     def _apply_one(self, s, job: Job, status: WorkloadStatus, ids: dict[str, int]) -> None:
         phase = status.phase
