@@ -166,6 +166,14 @@ class Reconciler:
                 "devices": ",".join(map(str, status.devices))}, at=status.started_at))
             self._started(job, status)
             current = JobPhase.RUNNING if current == JobPhase.QUEUED else current
+        elif current == JobPhase.QUEUED and phase == JobPhase.SUCCEEDED:
+            # It ran, but the backend did not see it start (a watch that brought the Job's end before any pod event):
+            # the Running step at its end, so that the row does not stay Queued for ever.
+            at = status.finished_at or utcnow()
+            s.execute(EVENTS.insert(), event_row(job.id, JobPhase.RUNNING.value, "Started", "job.started", {
+                "devices": ",".join(map(str, status.devices))}, at=at))
+            job.started_at = job.started_at or at
+            current = JobPhase.RUNNING
         if not can_transition(current, phase):
             s.execute(EVENTS.insert(), event_row(job.id, job.phase, "IgnoredTransition", "job.ignored_transition", {
                 "current": current.value, "target": phase.value}))

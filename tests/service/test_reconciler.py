@@ -232,3 +232,16 @@ def test_a_workload_without_a_job_row_is_reported_once_and_left_running(fake_wor
     reports = [r for r in caplog.records if "without a job row" in r.getMessage()]
     assert len(reports) == 1 and stray.uid in reports[0].getMessage()
     assert fake.status(stray.uid).phase == "Running"
+
+
+def test_a_job_that_succeeded_without_a_start_seen_does_not_stay_queued(fake_world):
+    """A backend that brings the end before any start (a Job's Completed before its pods' events): the job is
+    Succeeded, with a Running step at its end, not left Queued."""
+    world, fake = fake_world
+    ctx, loop = world.ctx, LeaderLoop(world.ctx)
+    job = jobs.submit_job(ctx, world.alice, spec("quick", ["sleep", "60"]))
+    assert job_row(ctx, job.id).phase == "Queued" and fake.status(job.uid).started_at is None
+    fake.set_state(job.uid, "Succeeded", reason="Completed", message="completed")  # before any placement
+    row = drive_until(loop, job.id, "Succeeded")
+    assert row.started_at is not None and row.finished_at is not None
+    assert [e.phase for e in events(ctx, job.id)][-2:] == ["Running", "Succeeded"]
