@@ -68,6 +68,8 @@ FORWARDING = {
         "the Hold(...) constructions (a held job's reason as its Held event)",
     ("crater_app/services/reconcile.py", "_apply_one", "code"):
         "the backends' status codes: say(...) of the local backend, domain.placement's reasons (RULES)",
+    ("crater_app/services/reconcile_bulk.py", "phase_change", "code"):
+        "the backends' status codes (the same as services.reconcile._apply_one's)",
     ("crater_app/services/reconcile.py", "_apply", "new_code"):
         "the backends' status codes of a gang starting again (replicas.restarting, replicas.restarted)",
     ("crater_app/services/reconcile.py", "_preempted", "f'hold.{code}'"):

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Mapping, Protocol, runtime_checkable
 
 from crater_app.domain import job_kinds
+from crater_app.domain.job_tasks import SINGLE_TASK
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.quota import Quota
 from crater_app.domain.resources import ResourceList
@@ -178,7 +179,7 @@ class Workload:
 
     @classmethod
     def single(cls, *, image: str, command: tuple[str, ...], env: dict[str, str] | None = None,
-               working_dir: str | None = None, resources: ResourceList | None = None, task: str = "main",
+               working_dir: str | None = None, resources: ResourceList | None = None, task: str = SINGLE_TASK,
                **fields) -> "Workload":
         """A workload of one task of one replica (the single-task form of a job spec); ``fields`` are the
         :class:`Workload` fields other than ``tasks``."""

@@ -7,14 +7,14 @@ cluster); a finished job its backend forgot has no replicas left to show (``[]``
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import yaml
 
-from crater_app.cluster.base import HOST_PROCESSES, MANIFESTS, WorkloadStatus, Workload
+from crater_app.cluster.base import HOST_PROCESSES, MANIFESTS, WorkloadStatus
 from crater_app.db.models import Job
 from crater_app.domain.errors import InvalidInput, NotFound
+from crater_app.domain.job_tasks import SINGLE_TASK
 from crater_app.domain.jobs import TERMINAL_PHASES
 from crater_app.domain.log_follow import appended, tail
 from crater_app.domain.policy import Actor
@@ -26,8 +26,6 @@ from crater_app.services.job_reads import MAX_LOG_TAIL_BYTES, readable
 FOLLOW_POLL_S = 0.5
 #: bytes of the window a follower reads each time (what may be written between two reads without a gap)
 FOLLOW_WINDOW_BYTES = 256 * 1024
-#: the task of a job of one task (the single-task form of a spec), as ``Workload.single`` names it
-SINGLE_TASK = inspect.signature(Workload.single).parameters["task"].default
 
 
 def _current(ctx: ServiceContext, job: Job) -> WorkloadStatus | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 
 from crater_app.domain.job_kinds import DEFAULT_RESTART_POLICY
+from crater_app.domain.job_tasks import SINGLE_TASK
 
 COMMAND_MODES = ("lines", "shell")
 #: the new-job form's "Kind" choices (``JobSpec.kind``, :mod:`crater_app.domain.job_kinds`): a batch job (one replica,
@@ -130,7 +131,7 @@ def tasks_of(kind: str, replicas: int, command: list[str], worker_command: list[
             tasks.append(_task("worker", replicas, worker_command, env, per_replica))
         return tasks
     if kind == "batch" and replicas != 1:
-        return [_task("main", replicas, command, env, per_replica)]
+        return [_task(SINGLE_TASK, replicas, command, env, per_replica)]
     return None
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import ContextManager, Iterator
 
 from crater_app.cluster.base import Changes, Placement, ReplicaStatus, WorkloadStatus
+from crater_app.domain.job_tasks import SINGLE_TASK
 from crater_app.domain.jobs import JobPhase
 
 PENDING, RUNNING, STOPPING = "Pending", "Running", "Stopping"
@@ -71,7 +72,7 @@ ADDED_COLUMNS = {
 STATUS_COLUMNS = ("uid, state, reason, message, exit_code, devices, started_at, finished_at, rev, code, args,"
                   " exit_signal, attempt, replicas")
 #: the task of a row written before workloads had tasks (one replica)
-DEFAULT_TASK = "main"
+DEFAULT_TASK = SINGLE_TASK  # the one task of a single-task job spec
 
 
 def ts(value: float | None) -> datetime | None:
