@@ -33,6 +33,14 @@ INDEXES = {
 }
 
 
+def _project_and_user(conn) -> None:
+    """Project 1 ``p`` and user 1 ``u`` (its default project), as an older schema stores them."""
+    conn.execute(text("INSERT INTO projects (id, name, display_name, description, created_at) "
+                      "VALUES (1, 'p', '', '', CURRENT_TIMESTAMP)"))
+    conn.execute(text("INSERT INTO users (id, username, display_name, email, role, status, created_at, "
+                      "default_project_id) VALUES (1, 'u', '', '', 'user', 'active', CURRENT_TIMESTAMP, 1)"))
+
+
 def _tables(url: str) -> set[str]:
     engine = make_engine(url)
     try:
@@ -105,10 +113,7 @@ def test_0004_gives_existing_rows_the_defaults(empty_db_url):
     engine = make_engine(empty_db_url)
     try:
         with engine.begin() as conn:
-            conn.execute(text("INSERT INTO projects (id, name, display_name, description, created_at) "
-                              "VALUES (1, 'p', '', '', CURRENT_TIMESTAMP)"))
-            conn.execute(text("INSERT INTO users (id, username, display_name, email, role, status, created_at, "
-                              "default_project_id) VALUES (1, 'u', '', '', 'user', 'active', CURRENT_TIMESTAMP, 1)"))
+            _project_and_user(conn)
             conn.execute(text("INSERT INTO project_members (project_id, user_id, role) VALUES (1, 1, 'member')"))
             conn.execute(text(
                 "INSERT INTO jobs (id, uid, name, project_id, user_id, image, command, env, resources, cpu_m, "
@@ -179,10 +184,7 @@ def test_0007_gives_existing_jobs_no_tasks_all_replicas_and_no_options(empty_db_
     engine = make_engine(empty_db_url)
     try:
         with engine.begin() as conn:
-            conn.execute(text("INSERT INTO projects (id, name, display_name, description, created_at) "
-                              "VALUES (1, 'p', '', '', CURRENT_TIMESTAMP)"))
-            conn.execute(text("INSERT INTO users (id, username, display_name, email, role, status, created_at, "
-                              "default_project_id) VALUES (1, 'u', '', '', 'user', 'active', CURRENT_TIMESTAMP, 1)"))
+            _project_and_user(conn)
             conn.execute(text(
                 "INSERT INTO jobs (id, uid, name, project_id, user_id, image, command, env, resources, cpu_m, "
                 "memory_bytes, gpus, priority, phase, reason, devices, created_at) VALUES (1, 'x', 'j', 1, 1, 'i', "
