@@ -195,17 +195,11 @@ def main() -> None:
         # to import (pydantic builds their models): a cost of starting the process, not of the list, so paid first.
         from kubernetes.client import CoreV1Api, CustomObjectsApi  # noqa: F401
         rss0 = me.memory_info().rss
-        if os.environ.get("BENCH_SAMPLE_RELIST"):
-            sys.path.insert(0, os.environ["BENCH_SAMPLE_RELIST"])
-            import sampler
-            rprof = sampler.Sampler().start()
         t0 = time.perf_counter()
         backend = restarted()
         wait(lambda: len(backend.list_workloads()) >= n and backend._watches.wait_synced(0), "the first list",
              args.timeout, step=lambda: time.sleep(0.02))
         relist_s = time.perf_counter() - t0
-        if os.environ.get("BENCH_SAMPLE_RELIST"):
-            rprof.stop()
         rss1 = me.memory_info().rss
         ctx = ServiceContext(engine=ctx.engine, backend=backend, settings=ctx.settings)
         reconciler = Reconciler(ctx)
@@ -219,12 +213,6 @@ def main() -> None:
 
         # 3. transitions through the watches into the database
         events0 = count_events(ctx)
-        if os.environ.get("BENCH_SAMPLER"):
-            sys.path.insert(0, os.environ["BENCH_SAMPLER"])
-            import sampler
-            prof = sampler.Sampler().start()
-            import sqlcount
-            sqlcount.install(ctx.engine)
         cpu0 = me.cpu_times()
         t0 = time.perf_counter()
         mock.send(op="run")
@@ -233,9 +221,6 @@ def main() -> None:
                        step=lambda: reconciler.sync() or time.sleep(0.002))
         run, finish = mock.answer(), mock.answer()
         cpu1 = me.cpu_times()
-        if os.environ.get("BENCH_SAMPLER"):
-            prof.stop()
-            sqlcount.report()
         transitions = count_events(ctx) - events0
         cpu_s = (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)
         print(f"transitions: {run['writes'] + finish['writes']:,} object writes in the mock "
