@@ -87,12 +87,12 @@ def kubeconfig(url: str, folder: str) -> str:
     return str(path)
 
 
-def wait(check, what: str, timeout: float, step=None) -> float:
+def wait(check, what, timeout: float, step=None) -> float:
     """Seconds until ``check()`` holds (``step()`` called in between); raises after ``timeout``."""
     t0 = time.perf_counter()
     while not check():
         if time.perf_counter() - t0 > timeout:
-            raise SystemExit(f"timed out waiting for {what}")
+            raise SystemExit(f"timed out waiting for {what() if callable(what) else what}")
         if step is not None:
             step()
         else:
@@ -138,6 +138,15 @@ def count_phase(ctx, phase: str) -> int:
     from crater_app.db.models import Job
     with ctx.session() as s:
         return s.execute(select(func.count()).select_from(Job).where(Job.phase == phase)).scalar_one()
+
+
+def phases(ctx) -> dict[str, int]:
+    """Job rows by phase."""
+    from sqlalchemy import func, select
+
+    from crater_app.db.models import Job
+    with ctx.session() as s:
+        return dict(s.execute(select(Job.phase, func.count()).group_by(Job.phase)).all())
 
 
 def count_events(ctx) -> int:
@@ -217,7 +226,8 @@ def main() -> None:
         t0 = time.perf_counter()
         mock.send(op="run")
         mock.send(op="finish")
-        written = wait(lambda: count_phase(ctx, "Succeeded") >= n, "every job Succeeded", args.timeout,
+        written = wait(lambda: count_phase(ctx, "Succeeded") >= n, lambda: f"every job Succeeded ({phases(ctx)})",
+                       args.timeout,
                        step=lambda: reconciler.sync() or time.sleep(0.002))
         run, finish = mock.answer(), mock.answer()
         cpu1 = me.cpu_times()
