@@ -52,7 +52,8 @@ def main() -> None:
                 for body in json.load(f):
                     job = store.create(*VC, body["metadata"]["namespace"], body, validate=False)
                     store.set_status(*VC, job["metadata"]["namespace"], job["metadata"]["name"],
-                                     {"state": {"phase": "Pending"}, "minAvailable": 1, "pending": 1})
+                                     {"state": {"phase": "Pending", "lastTransitionTime": P.iso(time.time())},
+                                      "minAvailable": 1, "pending": 1})
                     jobs.append((job["metadata"]["namespace"], job["metadata"]["name"]))
                     for task in job["spec"]["tasks"]:
                         for index in range(int(task.get("replicas", 1))):
@@ -67,14 +68,16 @@ def main() -> None:
                 bound = store.update("", "pods", ns, name, lambda p: {**p, "spec": {**p["spec"], "nodeName": node}})
                 store.set_status("", "pods", ns, name, P.running_status(bound, now))
             for ns, name in jobs:
-                store.set_status(*VC, ns, name, {"state": {"phase": "Running"}, "minAvailable": 1, "running": 1})
+                store.set_status(*VC, ns, name, {"state": {"phase": "Running", "lastTransitionTime": P.iso(now)},
+                                                 "minAvailable": 1, "running": 1})
         elif cmd["op"] == "finish":
             now = time.time()
             for ns, name in pods:
                 pod = store.peek("", "pods", ns, name)
                 store.set_status("", "pods", ns, name, P.terminated_status(pod, 0, P.iso(now), now))
             for ns, name in jobs:
-                store.set_status(*VC, ns, name, {"state": {"phase": "Completed"}, "minAvailable": 1, "succeeded": 1})
+                store.set_status(*VC, ns, name, {"state": {"phase": "Completed", "lastTransitionTime": P.iso(now)},
+                                                 "minAvailable": 1, "succeeded": 1})
         elif cmd["op"] == "restart":
             # a write, then the history forgotten: a restarted API server's watch cache starts after every
             # resourceVersion a client has seen, so every watch gets 410 Gone and lists again

@@ -87,12 +87,12 @@ def kubeconfig(url: str, folder: str) -> str:
     return str(path)
 
 
-def wait(check, what: str, timeout: float, step=None) -> float:
+def wait(check, what, timeout: float, step=None) -> float:
     """Seconds until ``check()`` holds (``step()`` called in between); raises after ``timeout``."""
     t0 = time.perf_counter()
     while not check():
         if time.perf_counter() - t0 > timeout:
-            raise SystemExit(f"timed out waiting for {what}")
+            raise SystemExit(f"timed out waiting for {what() if callable(what) else what}")
         if step is not None:
             step()
         else:
@@ -138,6 +138,15 @@ def count_phase(ctx, phase: str) -> int:
     from crater_app.db.models import Job
     with ctx.session() as s:
         return s.execute(select(func.count()).select_from(Job).where(Job.phase == phase)).scalar_one()
+
+
+def phases(ctx) -> dict[str, int]:
+    """Job rows by phase."""
+    from sqlalchemy import func, select
+
+    from crater_app.db.models import Job
+    with ctx.session() as s:
+        return dict(s.execute(select(Job.phase, func.count()).group_by(Job.phase)).all())
 
 
 def count_events(ctx) -> int:
@@ -195,17 +204,11 @@ def main() -> None:
         # to import (pydantic builds their models): a cost of starting the process, not of the list, so paid first.
         from kubernetes.client import CoreV1Api, CustomObjectsApi  # noqa: F401
         rss0 = me.memory_info().rss
-        if os.environ.get("BENCH_SAMPLE_RELIST"):
-            sys.path.insert(0, os.environ["BENCH_SAMPLE_RELIST"])
-            import sampler
-            rprof = sampler.Sampler().start()
         t0 = time.perf_counter()
         backend = restarted()
         wait(lambda: len(backend.list_workloads()) >= n and backend._watches.wait_synced(0), "the first list",
              args.timeout, step=lambda: time.sleep(0.02))
         relist_s = time.perf_counter() - t0
-        if os.environ.get("BENCH_SAMPLE_RELIST"):
-            rprof.stop()
         rss1 = me.memory_info().rss
         ctx = ServiceContext(engine=ctx.engine, backend=backend, settings=ctx.settings)
         reconciler = Reconciler(ctx)
@@ -219,23 +222,15 @@ def main() -> None:
 
         # 3. transitions through the watches into the database
         events0 = count_events(ctx)
-        if os.environ.get("BENCH_SAMPLER"):
-            sys.path.insert(0, os.environ["BENCH_SAMPLER"])
-            import sampler
-            prof = sampler.Sampler().start()
-            import sqlcount
-            sqlcount.install(ctx.engine)
         cpu0 = me.cpu_times()
         t0 = time.perf_counter()
         mock.send(op="run")
         mock.send(op="finish")
-        written = wait(lambda: count_phase(ctx, "Succeeded") >= n, "every job Succeeded", args.timeout,
+        written = wait(lambda: count_phase(ctx, "Succeeded") >= n, lambda: f"every job Succeeded ({phases(ctx)})",
+                       args.timeout,
                        step=lambda: reconciler.sync() or time.sleep(0.002))
         run, finish = mock.answer(), mock.answer()
         cpu1 = me.cpu_times()
-        if os.environ.get("BENCH_SAMPLER"):
-            prof.stop()
-            sqlcount.report()
         transitions = count_events(ctx) - events0
         cpu_s = (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)
         print(f"transitions: {run['writes'] + finish['writes']:,} object writes in the mock "
