@@ -69,3 +69,12 @@ def check_volume_support(volumes: Sequence[VolumeSpec], *, host_processes: bool,
             raise InvalidInput("job.volume_host_processes", at)
         if volume.source == "pvc" and not pvc_volumes:
             raise InvalidInput("job.volume_pvc_unsupported", f"{at}.source")
+
+
+def by_role(volumes: Sequence[VolumeSpec], *, writes_project_space: bool) -> list[VolumeSpec]:
+    """``volumes`` as the submitter's role lets them be mounted: the project's space (``source: project``) is
+    read-only for a submitter who does not write it (a project member; its admins and platform admins write it, the
+    rule of Crater's storage spaces); the user's own space and registered claims keep what the spec says. The volumes
+    come back in order, the changed ones with ``read_only`` true (what is stored and shown with the job)."""
+    return [v.model_copy(update={"read_only": True})
+            if v.source == "project" and not v.read_only and not writes_project_space else v for v in volumes]

@@ -20,6 +20,7 @@ from crater_app.domain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from crater_app.domain.job_defaults import default_resources, with_default_resources
 from crater_app.domain.job_kinds import normalize_tasks
 from crater_app.domain.jobs import JobPhase, validate_spec
+from crater_app.domain.volume_claims import by_role
 from crater_app.domain.policy import (
     Actor, can_cancel_job, can_read_project, can_submit,
 )
@@ -90,6 +91,9 @@ def submit_job(ctx: ServiceContext, actor: Actor, raw: object, resubmitted_from:
         raise Forbidden("job.submit_forbidden", "project", project=project_name)
     billing.check_can_submit(ctx, actor, project_id)  # PaymentRequired when billing is on and points are used up
     job_tasks.check_volumes(ctx, spec, project_name)  # what the backend can mount, and the registered claims
+    if spec.volumes:  # the project's space read-only for its members (its admins write it)
+        spec = spec.model_copy(update={"volumes": by_role(
+            spec.volumes, writes_project_space=actor.is_admin or actor.administers(project_id))})
     job_tasks.check_fits(ctx, spec, plan, project_id)
     # Everything is prepared before the write transaction, which then only runs INSERTs: SQLite has one writer
     # at a time, so the time spent holding its lock bounds the submission rate. Concurrent submissions share

@@ -84,3 +84,15 @@ def test_a_resubmitted_multi_task_job_is_the_same_job_again(world):
     copy = job_row(ctx, jobs.resubmit_job(ctx, world.alice, single.id).id)
     assert (copy.command, copy.working_dir, copy.resources, copy.tasks) == (
         ["true"], "w", job_row(ctx, single.id).resources, job_row(ctx, single.id).tasks)
+
+
+def test_the_project_space_is_read_only_for_members_and_written_by_admins(world):
+    """The role decides: a member's job mounts the project's space read-only (its admins, and platform admins, write
+    it); the user's own space keeps what the spec says. What is stored is what is mounted."""
+    ctx = world.ctx
+    volumes = [{"source": "project", "mount_path": "/shared"}, {"source": "user", "mount_path": "/home/me"}]
+    member = job_row(ctx, jobs.submit_job(ctx, world.alice, ddp(volumes=volumes)).id)
+    admin = job_row(ctx, jobs.submit_job(ctx, world.admin, ddp(volumes=volumes)).id)
+    assert [v["read_only"] for v in member.options["volumes"]] == [True, False]
+    assert [v["read_only"] for v in admin.options["volumes"]] == [False, False]
+    assert [v.read_only for v in jobs.workload_of(member, "default", "alice").volumes] == [True, False]

@@ -117,3 +117,17 @@ def test_a_registry_that_is_not_claims_to_project_lists_is_a_settings_error(monk
     monkeypatch.setenv("CRATER_VOLUME_CLAIMS", '{"imagenet": "*"}')
     with pytest.raises(ValidationError):
         Settings()
+
+
+@pytest.mark.parametrize("source, asked, writes, mounted", [
+    ("project", False, False, True),   # a member reads the project's space
+    ("project", False, True, False),   # its admins write it
+    ("project", True, True, True),     # read-only asked stays read-only
+    ("user", False, False, False),     # one's own space
+    ("pvc", False, False, False),      # a registered claim as registered
+])
+def test_the_role_decides_whether_the_project_space_is_written(source, asked, writes, mounted):
+    from crater_app.domain.volume_claims import by_role
+
+    volume = VolumeSpec(source=source, mount_path="/m", read_only=asked, claim="c" if source == "pvc" else None)
+    assert [v.read_only for v in by_role([volume], writes_project_space=writes)] == [mounted]
