@@ -8,6 +8,7 @@ import pytest
 from crater_app.cluster.base import QUEUES
 from crater_app.domain.quota import Quota
 from crater_app.services import projects, queues, quotas
+from crater_app.services.leader import LeaderLoop
 
 GPU = "nvidia.com/gpu"
 
@@ -39,12 +40,17 @@ def test_member_shares_are_child_queues_and_leave_with_the_member(queued):
     assert ctx.backend.queues["vision"][1] == {}
 
 
-def test_the_repair_round_puts_every_queue_back(queued):
+def test_the_leader_puts_every_queue_back_on_taking_over_and_each_repair_round(queued):
     ctx = queued.ctx
     projects.create_project(ctx, queued.admin, "vision")
     quotas.set_quota(ctx, queued.admin, "vision", {"capability": {GPU: 4}})
     ctx.backend.queues.clear()  # edited or deleted by hand
-    assert queues.sync(ctx) >= 2  # vision and the world's default project
+    loop = LeaderLoop(ctx)
+    loop.step()  # takes the lease: syncs every project's queue
+    assert ctx.backend.queues["vision"][0].capability == {GPU: 4} and "default" in ctx.backend.queues
+    ctx.backend.queues.clear()
+    loop._repair_at -= loop.REPAIR_EVERY_S  # the next round is a repair round
+    loop.step()
     assert ctx.backend.queues["vision"][0].capability == {GPU: 4}
 
 
