@@ -8,12 +8,13 @@ cluster); a finished job its backend forgot has no replicas left to show (``[]``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import yaml
 
 from crater_app.cluster.base import HOST_PROCESSES, MANIFESTS, WorkloadStatus
 from crater_app.db.models import Job
-from crater_app.domain.errors import InvalidInput, NotFound
+from crater_app.domain.errors import CraterError, InvalidInput, NotFound
 from crater_app.domain.job_tasks import SINGLE_TASK
 from crater_app.domain.jobs import TERMINAL_PHASES
 from crater_app.domain.log_follow import appended, tail
@@ -120,7 +121,9 @@ def replica_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int
 class LogFollow:
     """One replica's log followed while its job runs: :meth:`read` gives what was written since the last read
     (the first time: the last ``tail_bytes``), :meth:`finished` whether the job is over. Read again once after
-    :meth:`finished` says true: that read has the end of the log. Made by :func:`follow_logs`."""
+    :meth:`finished` says true: that read has the end of the log. Made by :func:`follow_logs`. ``actor_now`` (when
+    given) resolves the caller again: each :meth:`finished` checks that they may still read the job (a member
+    removed, a token revoked or a session ended stops the stream, and nothing more is read)."""
 
     ctx: ServiceContext
     job_id: int
@@ -128,17 +131,31 @@ class LogFollow:
     task: str
     replica: int
     tail_bytes: int
+    actor_now: Callable[[], Actor] | None = None
     _window: str | None = None
+    _revoked: bool = False
 
     def read(self) -> str:
-        """The text written since the last read (the first read: the last ``tail_bytes`` of the log)."""
+        """The text written since the last read (the first read: the last ``tail_bytes`` of the log); ``""`` once
+        the caller may no longer read the job."""
+        if self._revoked:
+            return ""
         size = max(self.tail_bytes, FOLLOW_WINDOW_BYTES)
         current = self.ctx.backend.read_logs(self.uid, size, task=self.task, replica=self.replica)
         previous, self._window = self._window, current
         return tail(current, self.tail_bytes) if previous is None else appended(previous, current)
 
     def finished(self) -> bool:
-        """The job is final (its row, or the backend's status of its current run), or it is gone."""
+        """The job is final (its row, or the backend's status of its current run), or it is gone, or the caller may
+        no longer read it."""
+        if self.actor_now is not None:
+            try:
+                actor = self.actor_now()
+                with self.ctx.session(read_only=True) as s:
+                    readable(s, actor, self.job_id)
+            except CraterError:
+                self._revoked = True
+                return True
         with self.ctx.session(read_only=True) as s:
             job = s.get(Job, self.job_id)
             if job is None or job.phase in {p.value for p in TERMINAL_PHASES}:
@@ -149,13 +166,15 @@ class LogFollow:
 
 
 def follow_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 65536, *,
-                task: str | None = None, replica: int = 0) -> LogFollow:
-    """A :class:`LogFollow` of one replica's log, the job and the replica checked now (as :func:`replica_logs`)."""
+                task: str | None = None, replica: int = 0,
+                actor_now: Callable[[], Actor] | None = None) -> LogFollow:
+    """A :class:`LogFollow` of one replica's log, the job and the replica checked now (as :func:`replica_logs`);
+    ``actor_now`` resolves the caller again for each later check (see :class:`LogFollow`)."""
     _check_tail(tail_bytes)
     with ctx.session(read_only=True) as s:
         job = readable(s, actor, job_id)
     name = check_replica(job, _current(ctx, job), task, replica)
-    return LogFollow(ctx, job.id, job.uid, name, replica, tail_bytes)
+    return LogFollow(ctx, job.id, job.uid, name, replica, tail_bytes, actor_now)
 
 
 def job_manifests(ctx: ServiceContext, actor: Actor, job_id: int) -> list[dict]:

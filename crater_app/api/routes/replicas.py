@@ -10,12 +10,12 @@ import anyio
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from crater_app.api.deps import CtxDep, CurrentActor, run_read
+from crater_app.api.deps import CtxDep, CurrentActor, credentials_of, run_read
 from crater_app.api.params import ObjectId
 from crater_app.api.responses import json_list, json_response
 from crater_app.api.routes import API_PREFIX
 from crater_app.schemas.replicas import ManifestList, ReplicaPublic
-from crater_app.services import job_replicas
+from crater_app.services import identity, job_replicas
 from crater_app.services.job_reads import MAX_LOG_TAIL_BYTES
 
 router = APIRouter(prefix=API_PREFIX, tags=["jobs"])
@@ -38,7 +38,7 @@ async def list_replicas(id: ObjectId, c: CtxDep, a: CurrentActor) -> Response:
                                             "it has no such task (`task`, `args.tasks` its tasks) or replica "
                                             "(`replica`, `args.count` the task's replicas)"}})
 async def job_logs(
-    id: ObjectId, c: CtxDep, a: CurrentActor,
+    id: ObjectId, request: Request, c: CtxDep, a: CurrentActor,
     tail_bytes: Annotated[int, Query(ge=1, le=MAX_LOG_TAIL_BYTES, description="bytes of the log's end")] = 65536,
     task: Annotated[str | None, Query(max_length=63, description="the task (default: the first)")] = None,
     replica: Annotated[int, Query(ge=0, lt=100_000, description="the replica's index in its task")] = 0,
@@ -51,7 +51,9 @@ async def job_logs(
     if not follow:
         return PlainTextResponse(await run_read(job_replicas.replica_logs, c, a, id, tail_bytes, task=task,
                                                 replica=replica))
-    follower = await run_read(job_replicas.follow_logs, c, a, id, tail_bytes, task=task, replica=replica)
+    credentials = credentials_of(request)
+    follower = await run_read(job_replicas.follow_logs, c, a, id, tail_bytes, task=task, replica=replica,
+                              actor_now=lambda: identity.resolve(c, credentials))  # checked again while it streams
     return StreamingResponse(_stream(follower), media_type=TEXT,
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
