@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Mapping, Protocol, runtime_checkable
 
 from crater_app.domain import job_kinds
-from crater_app.domain.job_tasks import SINGLE_TASK
+from crater_app.domain.job_tasks import SINGLE_TASK, totals
 from crater_app.domain.jobs import JobPhase
 from crater_app.domain.quota import Quota
 from crater_app.domain.resources import ResourceList
@@ -199,13 +199,7 @@ class Workload:
     @property
     def resources(self) -> ResourceList:
         """What all replicas request together (millicores, bytes, devices per resource name)."""
-        accelerators: dict[str, int] = {}
-        for t in self.tasks:
-            for name, count in t.resources.accelerators.items():
-                accelerators[name] = accelerators.get(name, 0) + count * t.replicas
-        return ResourceList(cpu_m=sum(t.resources.cpu_m * t.replicas for t in self.tasks),
-                            memory_bytes=sum(t.resources.memory_bytes * t.replicas for t in self.tasks),
-                            accelerators=accelerators)
+        return totals(self.tasks)
 
 
 @dataclass(frozen=True)

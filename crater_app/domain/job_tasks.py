@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr
 
@@ -157,8 +157,9 @@ class JobTasks:
         return sum(t.replicas for t in self.tasks)
 
 
-def totals(tasks: tuple[TaskPlan, ...] | list[TaskPlan]) -> ResourceList:
-    """What all replicas of ``tasks`` request together (each task's per-replica resources times its replicas)."""
+def totals(tasks: Sequence) -> ResourceList:
+    """What all replicas of ``tasks`` request together (each task's per-replica ``resources`` times its
+    ``replicas``): of :class:`TaskPlan` s, or of the backend boundary's ``Task`` s (the same two fields)."""
     accelerators: dict[str, int] = {}
     for t in tasks:
         for name, count in t.resources.accelerators.items():

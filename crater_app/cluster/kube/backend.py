@@ -20,7 +20,6 @@ import dataclasses
 import logging
 import threading
 import time
-from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from crater_app.cluster import base
@@ -41,16 +40,13 @@ from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, ANNOTATION_S
                                             attempt_of)
 from crater_app.domain.errors import CraterError
 from crater_app.domain.quota import Quota
+from crater_app.domain.times import utcnow
 
 log = logging.getLogger(__name__)
 #: seconds between tries of a failed call: doubling from the first, at most the last
 BACKOFF_S = (1.0, 60.0)
 #: log bytes asked for per line when a tail is read by lines (the API cannot cut a log from its end by bytes)
 _BYTES_PER_LINE = 32
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class KubernetesBackend:

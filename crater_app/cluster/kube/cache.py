@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import islice
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.naming import LABEL_JOB_UID
+from crater_app.domain.times import utcnow
 
 #: the kinds the backend watches (reflector names)
 JOBS, PODS, NODES, QUEUES, EVENTS = "jobs", "pods", "nodes", "queues", "events"
@@ -77,7 +78,7 @@ class ClusterCache:
             return {uid}
         if kind == PODS:
             key = key_of(obj)
-            now = datetime.now(timezone.utc)
+            now = utcnow()
             if podinfo.meta(obj).get("deletionTimestamp") and not gone:
                 self._deleting.setdefault(key, now)
             node = (obj.get("spec") or {}).get("nodeName") or ""

@@ -19,7 +19,7 @@ from crater_app.cluster.kube.options import KubeOptions
 from crater_app.cluster.kube.pod_template import pod_template
 from crater_app.cluster.kube.session_manifest import session_service
 from crater_app.domain import field_paths
-from crater_app.domain.job_kinds import RENDEZVOUS_PORT_NAME
+from crater_app.domain.job_kinds import RENDEZVOUS_PORT_NAME, ROLES
 from crater_app.domain.errors import InvalidInput
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -37,8 +37,6 @@ POLICY_ACTIONS = {"restart": "RestartJob", "fail": "TerminateJob", "ignore": Non
 VOLCANO_HOSTS_DIR = "/etc/volcano"
 #: the ssh port of MPI replicas (Volcano's ``mpi`` plugin default)
 MPI_SSH_PORT = 22
-#: names a kind's leading task may have when no task says ``ends_job``
-_MASTER_NAMES = {"pytorch": ("master",), "mpi": ("launcher", "master")}
 
 
 def job_policies(restart_policy: str) -> list[dict]:
@@ -56,7 +54,8 @@ def job_policies(restart_policy: str) -> list[dict]:
 
 def roles(workload: Workload) -> tuple[Task, Task | None]:
     """(leading task, worker task or ``None``) of a ``pytorch`` or ``mpi`` workload: the leader is the task that
-    says ``ends_job``, else the one named ``master`` (``launcher`` or ``master`` for ``mpi``), else the first; the
+    says ``ends_job``, else the one named as the job spec's kinds name it (``master``, ``launcher`` for ``mpi``:
+    :data:`crater_app.domain.job_kinds.ROLES`), else the first; the
     worker is the other task.
 
     Raises:
@@ -69,8 +68,8 @@ def roles(workload: Workload) -> tuple[Task, Task | None]:
                            max=2)
     leader = next((t for t in tasks if t.ends_job), None)
     if leader is None:
-        names = _MASTER_NAMES.get(workload.kind, ())
-        leader = next((t for name in names for t in tasks if t.name == name), tasks[0])
+        name = ROLES.get(workload.kind, ("",))[0]  # the job spec's rule (domain.job_kinds)
+        leader = next((t for t in tasks if t.name == name), tasks[0])
     worker = next((t for t in tasks if t is not leader), None)
     return leader, worker
 

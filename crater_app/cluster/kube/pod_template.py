@@ -15,13 +15,12 @@ from crater_app.cluster.base import Task, Volume, Workload
 from crater_app.cluster.kube.object_names import LABEL_KIND, project_slug, user_slug, workload_labels
 from crater_app.cluster.kube.options import KubeOptions
 from crater_app.domain.errors import InvalidInput
+from crater_app.domain.job_volumes import SHM_PATH, VOLUME_SOURCES
 from crater_app.domain.resources import ResourceList
 
 SHM_VOLUME = "dshm"
-SHM_PATH = "/dev/shm"
 #: the pod volume of ``options.spaces_claim`` (project and user spaces)
 SPACES_VOLUME = "spaces"
-VOLUME_SOURCES = ("project", "user", "pvc")
 
 
 def resource_list(resources: ResourceList) -> dict[str, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from crater_app.cluster.base import Workload, WorkloadStatus
 from crater_app.cluster.kube import pods as podinfo
@@ -25,6 +24,7 @@ from crater_app.cluster.kube.status import (ANNOTATION_MAX_RUNTIME, Stop, attemp
                                             workload_status)
 from crater_app.domain.errors import CraterError
 from crater_app.domain.jobs import JobPhase
+from crater_app.domain.times import utcnow
 
 PENDING, CREATED, REPLACING, REFUSED = "pending", "created", "replacing", "refused"
 
@@ -147,7 +147,7 @@ class Record:
         if self.state == REFUSED:
             said = say("kube.create_refused", error=self.error)
             return dataclasses.replace(queued(said), phase=JobPhase.FAILED, reason="CreateRefused",
-                                       finished_at=datetime.now(timezone.utc))
+                                       finished_at=utcnow())
         if job is not None and attempt_of(job) == self.attempt:
             self.seen = True
             return workload_status(self.uid, job, pods, accelerators=accelerators, stop=self.stop,

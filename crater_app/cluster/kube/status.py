@@ -39,13 +39,14 @@ import dataclasses
 import json
 import signal
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Iterable, Mapping, NamedTuple
 
 from crater_app import i18n
 from crater_app.cluster.base import ReplicaStatus, WorkloadStatus
 from crater_app.cluster.kube import pods as podinfo
 from crater_app.domain.jobs import JobPhase
+from crater_app.domain.times import utcnow
 
 #: the annotation the backend writes on a Job it stops: the stop as JSON (:meth:`Stop.to_annotation`), so that a
 #: Crater that restarts while the Job is being deleted still knows the stop was its own
@@ -320,7 +321,7 @@ def workload_status(uid: str, job: dict | None, pods: Iterable[dict], *, acceler
         return WorkloadStatus(
             uid=uid, phase=phase, raw_state=raw, reason=reason, message=said.message, code=said.code,
             args=said.args, exit_code=exit_code, exit_signal=exit_signal, started_at=started,
-            finished_at=(finished or started or now or datetime.now(timezone.utc)) if final else None,
+            finished_at=(finished or started or now or utcnow()) if final else None,
             attempt=attempt, placements=placements, replicas=pending_replicas(job, pairs, gone))
 
     def ended_by_stop(s: Stop) -> WorkloadStatus:
