@@ -47,12 +47,19 @@ def test_the_batch_path_writes_what_the_orm_path_writes(make_ctx, steps, added):
     ctx = world.ctx
     batch, orm = (jobs.submit_job(ctx, world.alice, spec(name, ["sleep", "60"])) for name in ("batch", "orm"))
     reconciler = Reconciler(ctx)
+    handed = []  # jobs the batch path left to the ORM path: none of these common changes may be among them
+
+    def orm_path(s, job, status, ids):
+        handed.append(job.uid)
+        return Reconciler._apply_one(reconciler, s, job, status, ids)
+    reconciler._apply_one = orm_path
     before = len(events(ctx, batch.id))
     for phase, started, finished, code in steps:
         reconciler._apply([_status(batch.uid, phase, started, finished, code)])
         with ctx.session() as s:
             job = s.get(Job, orm.id)
-            reconciler._apply_one(s, job, _status(orm.uid, phase, started, finished, code), {})
+            Reconciler._apply_one(reconciler, s, job, _status(orm.uid, phase, started, finished, code), {})
+    assert handed == [], "the batch path wrote these changes itself"
     a, b = job_row(ctx, batch.id), job_row(ctx, orm.id)
     assert a.phase == steps[-1][0].value
     assert {c: getattr(a, c) for c in COLUMNS} == {c: getattr(b, c) for c in COLUMNS}
@@ -79,3 +86,19 @@ def test_the_rare_cases_stay_on_the_orm_path(current, attempt, finished, target,
     Row.reason_code, Row.attempt = reason_code, attempt
     Row.started_at, Row.finished_at = T0, (T0 if finished else None)
     assert phase_change(Row, _status("u", target, True, target.terminal), ("", "", {}), T0) is None
+
+
+@pytest.mark.parametrize("current,target,started,events_added", [
+    ("Queued", JobPhase.RUNNING, True, ["Running"]),
+    ("Running", JobPhase.SUCCEEDED, True, ["Succeeded"]),
+    ("Queued", JobPhase.FAILED, True, ["Running", "Failed"]),  # started and ended between two syncs
+    ("Queued", JobPhase.CANCELLED, False, ["Cancelled"]),
+])
+def test_the_common_changes_take_the_batch_path(current, target, started, events_added):
+    class Row:
+        id, uid, phase, reason, reason_code, reason_args, devices, attempt = 1, "u", current, "", "", {}, [], 1
+        started_at = T0 if current == "Running" else None
+        finished_at = None
+    change = phase_change(Row, _status("u", target, started, target.terminal), ("done", "", {}), T0)
+    assert change is not None and change.update["phase"] == target.value and change.update["reason"] == "done"
+    assert [e["phase"] for e in change.events] == events_added
