@@ -152,6 +152,10 @@ def test_failed_creates_are_retried_with_back_off(kube, kube_api, kube_cluster):
     be.create(w)
     st = be.status(w.uid)
     assert (st.phase, st.code) == (JobPhase.QUEUED, "kube.create_retrying")
+    assert be.records[w.uid].next_try > be._clock(), "the next try waits"
+    be.tick()  # within the back-off: no second POST yet
+    assert kube_api.store.peek(*VC, NS, job_name(w.uid)) is None
+    assert be.status(w.uid).code == "kube.create_retrying"
     be.records[w.uid].next_try = 0  # the back-off is over
     until(be, kube_cluster, w.uid, {JobPhase.SUCCEEDED})
 

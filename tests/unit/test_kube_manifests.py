@@ -119,8 +119,7 @@ def test_namespace_and_policies():
 
 @pytest.mark.parametrize("uid", [UID, UID.upper(), "job-1", "", "作业"])
 def test_job_names_are_short_dns_labels_fixed_by_the_uid(uid):
-    name = names.job_name(uid)
-    assert name == names.job_name(uid)  # the same uid always gives the same name
+    name = names.job_name(uid)  # a pure function of the uid: the same uid gives the same name in every process
     assert len(name) == names.JOB_NAME_CHARS == 23
     assert kube_schemas._LABEL.fullmatch(name) and name[0].isalpha()
     assert name == "crater-" + hashlib.sha256(uid.encode()).hexdigest()[:16]
