@@ -117,18 +117,3 @@ def job_events(ctx: ServiceContext, actor: Actor, job_id: int) -> list[JobEventP
         rows = s.exec(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)).all()
         return [JobEventPublic(id=e.id, at=e.at, phase=e.phase, reason=e.reason, message=e.message, code=e.code,
                                args=e.args) for e in rows]
-
-
-def job_logs(ctx: ServiceContext, actor: Actor, job_id: int, tail_bytes: int = 65536, *, task: str | None = None,
-             replica: int = 0) -> str:
-    """The last ``tail_bytes`` (1..1 MiB) of one replica's combined stdout/stderr (``task`` ``None``: the job's first
-    task; ``""`` for a task or replica the job does not have).
-
-    Raises:
-        NotFound: like :func:`get_job`; InvalidInput: ``tail_bytes`` out of range.
-    """
-    if not 1 <= tail_bytes <= MAX_LOG_TAIL_BYTES:
-        raise InvalidInput("job.tail_bytes", "tail_bytes", max=MAX_LOG_TAIL_BYTES)
-    with ctx.session(read_only=True) as s:
-        uid = readable(s, actor, job_id).uid
-    return ctx.backend.read_logs(uid, tail_bytes, task=task, replica=replica)

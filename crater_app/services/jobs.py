@@ -29,8 +29,9 @@ from crater_app.services.admission import NewJob
 from crater_app.services.context import ServiceContext
 from crater_app.services.job_events import EVENTS, event_row
 from crater_app.services.job_reads import (  # noqa: F401 - part of this module's interface
-    MAX_LOG_TAIL_BYTES, MAX_PAGE_SIZE, get_job, job_events, job_logs, list_jobs, name_of, readable,
+    MAX_LOG_TAIL_BYTES, MAX_PAGE_SIZE, get_job, job_events, list_jobs, name_of, readable,
 )
+from crater_app.services.job_replicas import replica_logs as job_logs  # noqa: F401 - one replica's log tail
 
 log = logging.getLogger(__name__)
 
